@@ -1,0 +1,47 @@
+/**
+ * The contract's error table: every failure the service reports is an {@link ExchangeError} whose
+ * `code` selects its HTTP status here, and nowhere else.
+ */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  token_url_not_allowed: 403,
+  payload_too_large: 413,
+  upstream_error: 502,
+  upstream_timeout: 504,
+  internal_error: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/**
+ * A failure with a stable `code` and a `description` that is safe to show the caller.
+ * `cause` keeps the underlying error for logs only; it is never serialised into a response.
+ */
+export class ExchangeError extends Error {
+  override readonly name = 'ExchangeError';
+
+  constructor(
+    readonly code: ErrorCode,
+    readonly description: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${code}: ${description}`, options);
+  }
+
+  get statusCode(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+/** 400 naming the offending field, as the contract asks. */
+export const invalidRequest = (description: string): ExchangeError => new ExchangeError('invalid_request', description);
+
+/** 403 for a token URL the policy refuses; the description says which rule, never more. */
+export const tokenUrlNotAllowed = (description: string): ExchangeError => new ExchangeError('token_url_not_allowed', description);
+
+// Fixed texts: the caller learns the category, never the IdP's answer or an internal message.
+export const UNAUTHORIZED_DESCRIPTION = 'Unauthorized credentials provided';
+export const UPSTREAM_ERROR_DESCRIPTION = 'The identity provider could not be reached or gave an unusable answer';
+export const UPSTREAM_TIMEOUT_DESCRIPTION = 'The identity provider did not answer in time';
+export const INTERNAL_ERROR_DESCRIPTION = 'Internal error';

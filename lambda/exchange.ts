@@ -1,0 +1,221 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { subscribe } from 'node:diagnostics_channel';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import { type AccessToken, ClientCredentials, type ModuleOptions, type Token } from 'simple-oauth2';
+import {
+  ExchangeError,
+  tokenUrlNotAllowed,
+  UNAUTHORIZED_DESCRIPTION,
+  UPSTREAM_ERROR_DESCRIPTION,
+  UPSTREAM_TIMEOUT_DESCRIPTION,
+} from './errors';
+import { AddressNotAllowedError, agentFor } from './guarded-agents';
+import type { TokenRequest } from './token-request';
+import type { TokenTarget } from './token-url-policy';
+
+/** The IdP's token answer exactly as it was parsed: a JSON object with a string `access_token`. */
+export type IdpToken = Record<string, unknown> & { access_token: string };
+
+/** What one exchange did upstream, for logs and metrics: never a secret, a token or a body. */
+export interface UpstreamReport {
+  /** The IdP's HTTP status, when it answered. */
+  status?: number;
+  /** Connect to last byte, in milliseconds. */
+  latencyMs?: number;
+}
+
+export const MAX_ANSWER_BYTES = 1024 * 1024;
+const USER_AGENT = 'token-exchange-service';
+
+/**
+ * One HTTP attempt against the IdP. simple-oauth2 returns only the parsed body, so the request it
+ * sends is captured as Node creates it (below) to learn the real status (a 3xx carrying JSON must
+ * not pass as a token) and to abort it when the deadline passes.
+ */
+class UpstreamAttempt {
+  request?: ClientRequest;
+  status?: number;
+  timedOut = false;
+
+  track(request: ClientRequest): void {
+    this.request = request;
+    request.once('response', (response: IncomingMessage) => {
+      this.status = response.statusCode;
+    });
+  }
+
+  abort(): void {
+    this.timedOut = true;
+    this.request?.destroy();
+  }
+}
+
+const currentAttempt = new AsyncLocalStorage<UpstreamAttempt>();
+
+// Node publishes every client request here synchronously as it is created, inside the caller's
+// async context, so the store names the attempt that made it. Requests made outside an exchange
+// have no store and are left alone.
+subscribe('http.client.request.start', (message) => {
+  const { request } = message as { request: ClientRequest };
+  currentAttempt.getStore()?.track(request);
+});
+
+/**
+ * simple-oauth2 turns the parsed answer into an AccessToken, adding `expires_at` and rewriting an
+ * IdP's own `expires_at` into a Date. The contract returns the IdP's object untouched, so keep the
+ * object as parsed, before that conversion.
+ */
+class RawAnswerClientCredentials extends ClientCredentials {
+  answer: unknown;
+
+  override createToken(token: Token): AccessToken {
+    this.answer = token;
+    return super.createToken(token);
+  }
+}
+
+/**
+ * Run the client-credentials exchange (RFC 6749 4.4) against the target the policy accepted, and
+ * return the IdP's token object. Every failure is an {@link ExchangeError} classified by what the
+ * IdP really did: a 4xx is `unauthorized`; a 3xx, 5xx, unusable or oversized answer, or no
+ * connection is `upstream_error`; no complete answer in time is `upstream_timeout`.
+ */
+export async function exchangeToken(
+  request: TokenRequest,
+  target: TokenTarget,
+  timeoutMs: number,
+  report: UpstreamReport = {},
+): Promise<IdpToken> {
+  const started = performance.now();
+  const deadline = started + timeoutMs;
+  try {
+    // Each stale pooled socket fails once and is destroyed, so this ends on a fresh connection,
+    // an answer, or the deadline.
+    for (;;) {
+      const token = await attemptOnce(request, target, deadline, report);
+      if (token) return token;
+    }
+  } finally {
+    report.latencyMs = Math.round((performance.now() - started) * 10) / 10;
+  }
+}
+
+/** One HTTP exchange; `undefined` when it failed on a stale kept-alive socket and may be retried. */
+async function attemptOnce(
+  request: TokenRequest,
+  target: TokenTarget,
+  deadline: number,
+  report: UpstreamReport,
+): Promise<IdpToken | undefined> {
+  const attempt = new UpstreamAttempt();
+  const client = new RawAnswerClientCredentials(clientOptions(request, target, deadline));
+  const params: Record<string, string> = { grant_type: request.grantType };
+  if (request.scope !== undefined) params.scope = request.scope;
+  if (request.audience !== undefined) params.audience = request.audience;
+
+  const timer = setTimeout(() => attempt.abort(), Math.max(0, deadline - performance.now()));
+  try {
+    await currentAttempt.run(attempt, () => client.getToken(params, { agent: agentFor(target.url.protocol, target.permit) }));
+  } catch (error) {
+    report.status = attempt.status;
+    if (isStaleSocket(error, attempt)) return undefined;
+    throw classifyFailure(error, attempt);
+  } finally {
+    clearTimeout(timer);
+  }
+  report.status = attempt.status;
+  return checkAnswer(client.answer, attempt);
+}
+
+function clientOptions(request: TokenRequest, target: TokenTarget, deadline: number): ModuleOptions {
+  return {
+    client: { id: request.clientId, secret: request.clientSecret },
+    // The absolute URL as tokenPath: wreck resolves the path against tokenHost, so a relative path
+    // such as `//169.254.169.254/x` could change the host; an absolute one resolves to itself.
+    auth: { tokenHost: target.url.origin, tokenPath: target.url.href },
+    options: {
+      // RFC 6749 2.3.1: id and secret are form-encoded before the Basic header is built.
+      authorizationMethod: request.authMethod === 'client_secret_post' ? 'body' : 'header',
+      credentialsEncodingMode: 'strict',
+      bodyFormat: 'form',
+    },
+    http: {
+      headers: { accept: 'application/json', 'user-agent': USER_AGENT },
+      redirects: false,
+      // Parse any answer as JSON whatever its content type; whether it is a usable token is
+      // decided below, by its shape and the real status.
+      json: 'force',
+      maxBytes: MAX_ANSWER_BYTES,
+      // A backstop only: the deadline timer aborts the whole attempt, connect to last byte.
+      timeout: Math.max(1, Math.ceil(deadline - performance.now())),
+    },
+  };
+}
+
+function checkAnswer(answer: unknown, attempt: UpstreamAttempt): IdpToken {
+  const status = attempt.status;
+  if (status === undefined || status < 200 || status >= 300) {
+    throw upstreamError(`the IdP answered ${status ?? 'with no status'}`);
+  }
+  if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) {
+    throw upstreamError('the answer is not a JSON object');
+  }
+  const accessToken = (answer as Record<string, unknown>).access_token;
+  if (typeof accessToken !== 'string' || accessToken === '') {
+    throw upstreamError('the answer has no string access_token');
+  }
+  return answer as IdpToken;
+}
+
+/**
+ * Classify by what happened on the wire, never by simple-oauth2's Boom status alone: it reports a
+ * non-JSON answer as 406, a socket error as 502 and its own timeout as 504, whatever the IdP said.
+ */
+function classifyFailure(error: unknown, attempt: UpstreamAttempt): ExchangeError {
+  if (attempt.timedOut) return new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION, { cause: error });
+  if (findCause(error, AddressNotAllowedError)) {
+    const refusal = tokenUrlNotAllowed('access_token_url points to an address that is not allowed');
+    return new ExchangeError(refusal.code, refusal.description, { cause: error });
+  }
+  const status = attempt.status;
+  if (status !== undefined && status >= 400 && status < 500) {
+    return new ExchangeError('unauthorized', UNAUTHORIZED_DESCRIPTION, { cause: error });
+  }
+  if (status === undefined && isBoom(error) && error.output.statusCode === 504) {
+    return new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION, { cause: error });
+  }
+  return upstreamError(status === undefined ? 'no answer' : `the IdP answered ${status}`, error);
+}
+
+function upstreamError(reason: string, cause?: unknown): ExchangeError {
+  return new ExchangeError('upstream_error', UPSTREAM_ERROR_DESCRIPTION, { cause: cause ?? new Error(reason) });
+}
+
+// A kept-alive socket the IdP closed while the function was frozen fails on first use with a
+// reset before any answer. Retrying once on a fresh socket is safe: nothing reached the IdP's
+// handler that could have issued a token twice in a way the caller would see.
+function isStaleSocket(error: unknown, attempt: UpstreamAttempt): boolean {
+  if (attempt.timedOut || attempt.status !== undefined || !attempt.request?.reusedSocket) return false;
+  const code = (findCause(error, Error) as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED';
+}
+
+interface BoomLike {
+  isBoom: true;
+  output: { statusCode: number };
+  data?: unknown;
+}
+
+function isBoom(error: unknown): error is BoomLike {
+  return typeof error === 'object' && error !== null && (error as { isBoom?: unknown }).isBoom === true;
+}
+
+/** Walk an error's chain (`data` for Boom, `cause` otherwise) for an instance of `type`. */
+function findCause<T extends Error>(error: unknown, type: new (...args: never[]) => T): T | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current; depth++) {
+    if (current instanceof type && !isBoom(current)) return current;
+    current = isBoom(current) ? current.data : (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

@@ -1,0 +1,63 @@
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { type Config, loadConfig } from './config';
+import { ExchangeError } from './errors';
+import { exchangeToken, type IdpToken, type UpstreamReport } from './exchange';
+import { describeError, type Observability, powertoolsObservability, type RequestRecord } from './observability';
+import { errorResponse, jsonResponse, notFoundResponse } from './responses';
+import { isTokenRoute } from './routes';
+import { cacheKey, TokenCache } from './token-cache';
+import { parseTokenRequest } from './token-request';
+import { checkTokenUrl } from './token-url-policy';
+
+export type TokenHandler = (
+  event: APIGatewayProxyEventV2,
+  context?: Pick<Context, 'awsRequestId'>,
+) => Promise<APIGatewayProxyStructuredResultV2>;
+
+/**
+ * Build the Lambda handler for a configuration: parse the request, apply the token URL policy,
+ * exchange (through the cache when it is on), and turn the result or the error into the response.
+ */
+export function createHandler(config: Config, observability: Observability = powertoolsObservability(config.logLevel)): TokenHandler {
+  const cache = config.tokenCache ? new TokenCache() : undefined;
+
+  return async (event, context) => {
+    if (!isTokenRoute(event)) return notFoundResponse();
+    const started = performance.now();
+    const upstream: UpstreamReport = {};
+    const record: Partial<RequestRecord> = {};
+    let response: APIGatewayProxyStructuredResultV2;
+    try {
+      const request = parseTokenRequest(event);
+      const target = checkTokenUrl(request.accessTokenUrl, config.allowlist);
+      record.idpHost = target.url.hostname;
+      const exchange = (): Promise<IdpToken> => exchangeToken(request, target, config.upstreamTimeoutMs, upstream);
+      if (cache) {
+        const { token, hit } = await cache.get(cacheKey(request, target.url.href), exchange);
+        record.cache = hit ? 'hit' : 'miss';
+        response = jsonResponse(200, token, { 'x-token-cache': record.cache });
+      } else {
+        response = jsonResponse(200, await exchange());
+      }
+      record.outcome = 'ok';
+    } catch (error) {
+      response = errorResponse(error);
+      record.outcome = error instanceof ExchangeError ? error.code : 'internal_error';
+      if (record.outcome === 'internal_error') Object.assign(record, describeError(error));
+    }
+    observability.record({
+      ...record,
+      requestId: context?.awsRequestId ?? event.requestContext?.requestId ?? '-',
+      route: event.routeKey,
+      outcome: record.outcome,
+      status: response.statusCode ?? 500,
+      latencyMs: Math.round((performance.now() - started) * 10) / 10,
+      ...(upstream.status === undefined ? {} : { idpStatus: upstream.status }),
+      ...(upstream.latencyMs === undefined ? {} : { idpLatencyMs: upstream.latencyMs }),
+    });
+    return response;
+  };
+}
+
+/** The deployed function: configuration is read once, when the runtime loads the module. */
+export const handler: TokenHandler = createHandler(loadConfig(process.env));

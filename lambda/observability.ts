@@ -1,0 +1,77 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { LogLevel } from './config';
+import type { ErrorCode } from './errors';
+
+export const SERVICE_NAME = 'token-exchange';
+const DEFAULT_NAMESPACE = 'TokenExchange';
+
+/** Everything logged about one request. Only codes, statuses, host names and timings: no secret, token or body. */
+export interface RequestRecord {
+  requestId: string;
+  route: string;
+  outcome: 'ok' | ErrorCode;
+  status: number;
+  latencyMs: number;
+  idpHost?: string;
+  idpStatus?: number;
+  idpLatencyMs?: number;
+  cache?: 'hit' | 'miss';
+  /** For a 500: the error's class name and errno-style codes of its causes, never a message. */
+  errorName?: string;
+  errorCodes?: string[];
+}
+
+/** Writes one structured log line and the EMF metrics of each request. */
+export interface Observability {
+  record(entry: RequestRecord): void;
+}
+
+/**
+ * Powertools Logger and Metrics: one JSON line per request, and EMF metrics (a count per outcome,
+ * the IdP's latency) in the namespace from POWERTOOLS_METRICS_NAMESPACE, which the stack sets.
+ */
+export function powertoolsObservability(logLevel: LogLevel, namespace = process.env.POWERTOOLS_METRICS_NAMESPACE): Observability {
+  const logger = new Logger({ serviceName: SERVICE_NAME, logLevel });
+  const metrics = new Metrics({ serviceName: SERVICE_NAME, namespace: namespace || DEFAULT_NAMESPACE });
+  return {
+    record(entry) {
+      const line = {
+        request_id: entry.requestId,
+        route: entry.route,
+        outcome: entry.outcome,
+        status: entry.status,
+        latency_ms: entry.latencyMs,
+        idp_host: entry.idpHost,
+        idp_status: entry.idpStatus,
+        idp_latency_ms: entry.idpLatencyMs,
+        cache: entry.cache,
+        error_name: entry.errorName,
+        error_codes: entry.errorCodes,
+      };
+      if (entry.status >= 500 && entry.outcome === 'internal_error') logger.error('token request', line);
+      else if (entry.status >= 500) logger.warn('token request', line);
+      else logger.info('token request', line);
+
+      metrics.addDimension('outcome', entry.outcome);
+      metrics.addMetric('Requests', MetricUnit.Count, 1);
+      if (entry.idpLatencyMs !== undefined) metrics.addMetric('IdpLatency', MetricUnit.Milliseconds, entry.idpLatencyMs);
+      if (entry.cache === 'hit') metrics.addMetric('CacheHits', MetricUnit.Count, 1);
+      metrics.publishStoredMetrics();
+    },
+  };
+}
+
+/** Name and codes along an error's cause chain: enough to find a bug, never a message that could hold input. */
+export function describeError(error: unknown): Pick<RequestRecord, 'errorName' | 'errorCodes'> {
+  const codes: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') codes.push(code);
+    const next = current as { cause?: unknown; data?: unknown; isBoom?: boolean };
+    current = next.isBoom ? next.data : next.cause;
+  }
+  const errorName = error instanceof Error ? error.name : typeof error;
+  return codes.length > 0 ? { errorName, errorCodes: codes } : { errorName };
+}

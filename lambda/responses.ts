@@ -1,0 +1,33 @@
+import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { ExchangeError, INTERNAL_ERROR_DESCRIPTION } from './errors';
+
+// RFC 6749 5.1: token responses must not be cached. Errors carry the same headers so no
+// intermediary stores any answer of this endpoint.
+const HEADERS = {
+  'content-type': 'application/json',
+  'cache-control': 'no-store',
+  pragma: 'no-cache',
+} as const;
+
+/** A JSON answer with the contract's headers. */
+export function jsonResponse(
+  statusCode: number,
+  body: unknown,
+  extraHeaders: Record<string, string> = {},
+): APIGatewayProxyStructuredResultV2 {
+  return { statusCode, headers: { ...HEADERS, ...extraHeaders }, body: JSON.stringify(body) };
+}
+
+/**
+ * The one place an error becomes a response: an {@link ExchangeError} shows its code and fixed
+ * description; anything else is a bug and becomes a bare 500, its message never sent.
+ */
+export function errorResponse(error: unknown): APIGatewayProxyStructuredResultV2 {
+  const known = error instanceof ExchangeError ? error : new ExchangeError('internal_error', INTERNAL_ERROR_DESCRIPTION);
+  return jsonResponse(known.statusCode, { code: known.code, description: known.description });
+}
+
+/** API Gateway's own answer for a route it does not have; the local server gives the same. */
+export function notFoundResponse(): APIGatewayProxyStructuredResultV2 {
+  return jsonResponse(404, { message: 'Not Found' });
+}

@@ -5,6 +5,8 @@ import type { AddressInfo, Socket } from 'node:net';
 /** What the scripted token server received for one request. */
 export interface ReceivedRequest {
   method: string;
+  /** Which TCP connection (1-based, in order of arrival) carried the request. */
+  connection: number;
   /** Path and query exactly as sent. */
   url: string;
   headers: IncomingMessage['headers'];
@@ -19,6 +21,8 @@ export interface TokenServer {
   /** `http://127.0.0.1:PORT` */
   readonly origin: string;
   readonly received: ReceivedRequest[];
+  /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
+  readonly connections: number;
   /** Replace how it answers from now on. */
   answer(script: Script): void;
   close(): Promise<void>;
@@ -42,12 +46,15 @@ export async function startTokenServer(script: Script = json(200, DEMO_TOKEN)): 
   let current = script;
   const received: ReceivedRequest[] = [];
   const sockets = new Set<Socket>();
+  const connectionIds = new WeakMap<Socket, number>();
+  let connections = 0;
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
     const request: ReceivedRequest = {
       method: req.method ?? '',
+      connection: connectionIds.get(req.socket) ?? 0,
       url: req.url ?? '',
       headers: req.headers,
       body,
@@ -62,6 +69,8 @@ export async function startTokenServer(script: Script = json(200, DEMO_TOKEN)): 
   });
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
+    connections += 1;
+    connectionIds.set(socket, connections);
     socket.on('close', () => sockets.delete(socket));
   });
   server.listen(0, '127.0.0.1');
@@ -70,6 +79,9 @@ export async function startTokenServer(script: Script = json(200, DEMO_TOKEN)): 
   return {
     origin: `http://127.0.0.1:${port}`,
     received,
+    get connections() {
+      return connections;
+    },
     answer(next) {
       current = next;
     },

@@ -1,0 +1,33 @@
+import * as path from 'node:path';
+
+const ROOT = path.join(__dirname, '..');
+
+/** The function's entry point. */
+export const LAMBDA_ENTRY = path.join(ROOT, 'lambda', 'handler.ts');
+
+/** Replaces `debug` in the bundle so no environment variable can make simple-oauth2 print a secret. */
+export const SILENT_DEBUG = path.join(ROOT, 'lambda', 'silent-debug.ts');
+
+/** Lambda runtime the bundle targets (the stack's runtime must match). */
+export const BUNDLE_TARGET = 'node22';
+
+/**
+ * The esbuild options of the deployed bundle, for building it outside CDK (benchmarks, tests)
+ * exactly as NodejsFunction does in the stack.
+ */
+export function lambdaBuildOptions(outfile: string) {
+  return {
+    entryPoints: [LAMBDA_ENTRY],
+    outfile,
+    bundle: true,
+    platform: 'node' as const,
+    format: 'cjs' as const,
+    target: BUNDLE_TARGET,
+    minify: true,
+    sourcemap: true,
+    alias: { debug: SILENT_DEBUG },
+    // The AWS SDK ships in the runtime; nothing of ours needs it.
+    external: ['@aws-sdk/*'],
+    logLevel: 'warning' as const,
+  };
+}

@@ -1,0 +1,602 @@
+import { once } from 'node:events';
+import { createServer as createTcpServer } from 'node:net';
+import { loadConfig } from '../lambda/config';
+import { destroyAgents } from '../lambda/guarded-agents';
+import { createHandler, type TokenHandler } from '../lambda/handler';
+import { bodyOf, formEvent, recordingObservability, tokenEvent } from './support/events';
+import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
+
+const SECRET = 'handler-test-secret';
+let server: TokenServer;
+let handle: TokenHandler;
+let observed: ReturnType<typeof recordingObservability>;
+
+const request = (overrides: Record<string, unknown> = {}) => ({
+  client_id: 'service-a',
+  client_secret: SECRET,
+  access_token_url: `${server.origin}/oauth2/token`,
+  ...overrides,
+});
+
+beforeAll(async () => {
+  server = await startTokenServer();
+});
+
+beforeEach(() => {
+  server.answer(json(200, DEMO_TOKEN));
+  server.received.length = 0;
+  observed = recordingObservability();
+  handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '400' }), observed);
+});
+
+afterAll(async () => {
+  destroyAgents();
+  await server.close();
+});
+
+const CONTRACT_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' };
+
+describe('the token request sent to the IdP', () => {
+  it('posts to access_token_url exactly as given, path and query kept', async () => {
+    // Act
+    await handle(tokenEvent(request({ access_token_url: `${server.origin}/tenant/oauth2/v2.0/token?api-version=2&x=a%20b` })));
+
+    // Assess
+    expect(server.received).toHaveLength(1);
+    expect(server.received[0]?.method).toBe('POST');
+    expect(server.received[0]?.url).toBe('/tenant/oauth2/v2.0/token?api-version=2&x=a%20b');
+  });
+
+  it('sends a form body with accept: application/json and grant_type client_credentials by default', async () => {
+    await handle(tokenEvent(request()));
+
+    const received = server.received[0];
+    expect(received?.headers['content-type']).toBe('application/x-www-form-urlencoded');
+    expect(received?.headers.accept).toBe('application/json');
+    expect(Object.fromEntries(received?.form ?? [])).toEqual({ grant_type: 'client_credentials' });
+  });
+
+  it('authenticates with HTTP Basic by default, id and secret form-encoded first (RFC 6749 2.3.1)', async () => {
+    // Prepare: characters that form-encoding changes
+    const clientId = 'svc:a b+c';
+    const clientSecret = "s3cr:t/!'()*~ %";
+
+    // Act
+    await handle(tokenEvent(request({ client_id: clientId, client_secret: clientSecret })));
+
+    // Assess
+    const authorization = server.received[0]?.headers.authorization ?? '';
+    expect(authorization.startsWith('Basic ')).toBe(true);
+    const decoded = Buffer.from(authorization.slice('Basic '.length), 'base64').toString('utf8');
+    expect(decoded).toBe('svc%3Aa+b%2Bc:s3cr%3At%2F%21%27%28%29%2A~+%25');
+    expect(server.received[0]?.form.has('client_secret')).toBe(false);
+    expect(server.received[0]?.form.has('client_id')).toBe(false);
+  });
+
+  it('puts id and secret in the form body with client_secret_post, and sends no Authorization header', async () => {
+    await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_post', client_id: 'a b' })));
+
+    const received = server.received[0];
+    expect(received?.headers.authorization).toBeUndefined();
+    expect(received?.form.get('client_id')).toBe('a b');
+    expect(received?.form.get('client_secret')).toBe(SECRET);
+    expect(received?.form.get('grant_type')).toBe('client_credentials');
+  });
+
+  it('sends scope given as a string unchanged', async () => {
+    await handle(tokenEvent(request({ scope: 'read:users api://x/.default' })));
+
+    expect(server.received[0]?.form.get('scope')).toBe('read:users api://x/.default');
+  });
+
+  it('joins a scope array with single spaces', async () => {
+    await handle(tokenEvent(request({ scope: ['read', 'write', 'admin'] })));
+
+    expect(server.received[0]?.form.get('scope')).toBe('read write admin');
+  });
+
+  it('sends audience as given', async () => {
+    await handle(tokenEvent(request({ audience: 'https://api.example.com/' })));
+
+    expect(server.received[0]?.form.get('audience')).toBe('https://api.example.com/');
+  });
+
+  it.each([
+    ['a grant name', 'custom_grant-type.v2'],
+    ['an absolute URI', 'urn:ietf:params:oauth:grant-type:jwt-bearer'],
+    ['an https URI', 'https://grants.example.com/m2m'],
+  ])('passes grant_type through when it is %s', async (_kind, grantType) => {
+    await handle(tokenEvent(request({ grant_type: grantType })));
+
+    expect(server.received[0]?.form.get('grant_type')).toBe(grantType);
+  });
+
+  it('sends neither scope nor audience when they are not given', async () => {
+    await handle(tokenEvent(request()));
+
+    expect([...(server.received[0]?.form.keys() ?? [])]).toEqual(['grant_type']);
+  });
+
+  it('reuses one kept-alive connection across requests', async () => {
+    // Prepare: a connection from an earlier test may already be pooled
+    const before = server.connections;
+
+    // Act
+    await handle(tokenEvent(request()));
+    await handle(tokenEvent(request()));
+    await handle(tokenEvent(request()));
+
+    // Assess
+    expect(server.connections - before).toBeLessThanOrEqual(1);
+    expect(new Set(server.received.map((received) => received.connection)).size).toBe(1);
+  });
+
+  it('retries once on a fresh connection when a kept-alive socket turns out to be dead', async () => {
+    // Prepare: the server drops any connection on its second request, as a peer that closed an
+    // idle socket while the function was frozen would
+    await handle(tokenEvent(request()));
+    const served = new Map<number, number>();
+    server.answer((received, response) => {
+      const count = (served.get(received.connection) ?? 0) + 1;
+      served.set(received.connection, count);
+      if (count > 1 || received.connection === server.received[0]?.connection) {
+        response.socket?.destroy();
+        return;
+      }
+      json(200, DEMO_TOKEN)(received, response);
+    });
+
+    // Act
+    const result = await handle(tokenEvent(request()));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(server.received).toHaveLength(3);
+    expect(server.received[2]?.connection).not.toBe(server.received[1]?.connection);
+  });
+});
+
+describe('routes and bodies', () => {
+  it.each(['/v1/oauth/token', '/oauth/token'])('serves %s', async (path) => {
+    const result = await handle(tokenEvent(request(), { path }));
+
+    expect(result.statusCode).toBe(200);
+    expect(bodyOf(result)).toEqual(DEMO_TOKEN);
+  });
+
+  it('accepts a base64-encoded form body', async () => {
+    const result = await handle(
+      formEvent({ client_id: 'service-a', client_secret: SECRET, access_token_url: `${server.origin}/t`, scope: 'read write' }),
+    );
+
+    expect(result.statusCode).toBe(200);
+    expect(server.received[0]?.form.get('scope')).toBe('read write');
+  });
+
+  it('accepts a form body that is not base64-encoded', async () => {
+    const body = new URLSearchParams({ client_id: 'service-a', client_secret: SECRET, access_token_url: `${server.origin}/t` }).toString();
+
+    const result = await handle(tokenEvent(body, { contentType: 'application/x-www-form-urlencoded; charset=utf-8' }));
+
+    expect(result.statusCode).toBe(200);
+  });
+
+  it('accepts a base64-encoded JSON body', async () => {
+    const result = await handle(tokenEvent(request(), { base64: true }));
+
+    expect(result.statusCode).toBe(200);
+  });
+
+  it('reads a body without a content type as JSON', async () => {
+    const result = await handle(tokenEvent(request(), { contentType: null }));
+
+    expect(result.statusCode).toBe(200);
+  });
+
+  it('ignores fields the contract does not list', async () => {
+    const result = await handle(tokenEvent(request({ extra: { nested: true }, redirect_uri: 'https://x.example' })));
+
+    expect(result.statusCode).toBe(200);
+    expect([...(server.received[0]?.form.keys() ?? [])]).toEqual(['grant_type']);
+  });
+
+  it.each([
+    ['GET on a token path', { method: 'GET', path: '/v1/oauth/token' }],
+    ['another path', { path: '/v2/oauth/token' }],
+    ['a trailing slash', { path: '/oauth/token/' }],
+  ])('answers 404 like API Gateway for %s, without calling the IdP', async (_case, options) => {
+    const event = tokenEvent(request(), options);
+    event.routeKey = '$default';
+
+    const result = await handle(event);
+
+    expect(result.statusCode).toBe(404);
+    expect(bodyOf(result)).toEqual({ message: 'Not Found' });
+    expect(server.received).toHaveLength(0);
+  });
+
+  it('serves a $default-route event whose method and path are a token route', async () => {
+    const event = tokenEvent(request());
+    event.routeKey = '$default';
+
+    const result = await handle(event);
+
+    expect(result.statusCode).toBe(200);
+  });
+});
+
+describe('a successful exchange', () => {
+  it('returns the IdP token JSON unchanged, with no expires_at added', async () => {
+    // Prepare
+    const token = { access_token: 'eyJ.a.b', token_type: 'Bearer', expires_in: 86400, scope: 'read', vendor_field: { a: [1, null] } };
+    server.answer(json(200, token));
+
+    // Act
+    const result = await handle(tokenEvent(request()));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(bodyOf(result)).toStrictEqual(token);
+    expect(Object.keys(bodyOf(result))).toEqual(Object.keys(token));
+  });
+
+  it("keeps an IdP's own expires_at exactly as it sent it", async () => {
+    server.answer(json(200, { access_token: 'x', expires_at: '2030-01-01T00:00:00Z', expires_in: '3600' }));
+
+    const result = await handle(tokenEvent(request()));
+
+    expect(bodyOf(result)).toStrictEqual({ access_token: 'x', expires_at: '2030-01-01T00:00:00Z', expires_in: '3600' });
+  });
+
+  it('answers with content-type json, cache-control no-store and pragma no-cache (RFC 6749 5.1)', async () => {
+    const result = await handle(tokenEvent(request()));
+
+    expect(result.headers).toEqual(CONTRACT_HEADERS);
+  });
+
+  it('accepts a token from any 2xx answer', async () => {
+    server.answer(json(201, DEMO_TOKEN));
+
+    const result = await handle(tokenEvent(request()));
+
+    expect(result.statusCode).toBe(200);
+  });
+
+  it('accepts a JSON answer whatever content type the IdP labels it with', async () => {
+    server.answer(json(200, DEMO_TOKEN, { 'content-type': 'text/plain' }));
+
+    const result = await handle(tokenEvent(request()));
+
+    expect(bodyOf(result)).toEqual(DEMO_TOKEN);
+  });
+
+  it('logs the request with its outcome, statuses and IdP host, and nothing secret', async () => {
+    await handle(tokenEvent(request(), { path: '/oauth/token' }));
+
+    expect(observed.records).toHaveLength(1);
+    expect(observed.records[0]).toMatchObject({
+      route: 'POST /oauth/token',
+      outcome: 'ok',
+      status: 200,
+      idpHost: '127.0.0.1',
+      idpStatus: 200,
+    });
+    expect(JSON.stringify(observed.records)).not.toContain(SECRET);
+    expect(JSON.stringify(observed.records)).not.toContain(DEMO_TOKEN.access_token);
+  });
+});
+
+describe('400 invalid_request', () => {
+  const invalid = async (event: ReturnType<typeof tokenEvent>, fieldOrText: string) => {
+    const result = await handle(event);
+    expect(result.statusCode).toBe(400);
+    expect(result.headers).toEqual(CONTRACT_HEADERS);
+    const body = bodyOf(result);
+    expect(Object.keys(body).sort()).toEqual(['code', 'description']);
+    expect(body.code).toBe('invalid_request');
+    expect(body.description).toContain(fieldOrText);
+    expect(server.received).toHaveLength(0);
+  };
+
+  it.each([
+    ['not JSON', '{"client_id": '],
+    ['a JSON array', '[]'],
+    ['JSON null', 'null'],
+    ['a JSON string', '"client_id"'],
+    ['a JSON number', '42'],
+    ['empty', ''],
+  ])('when the body is %s', async (_case, body) => {
+    await invalid(tokenEvent(body), 'JSON object');
+  });
+
+  it('when there is no body at all', async () => {
+    await invalid(tokenEvent(undefined), 'JSON object');
+  });
+
+  it('when the content type is neither JSON nor a form', async () => {
+    await invalid(tokenEvent(request(), { contentType: 'text/plain' }), 'content-type');
+  });
+
+  it.each(['client_id', 'client_secret', 'access_token_url'])('when %s is missing, naming it', async (field) => {
+    const body: Record<string, unknown> = request();
+    delete body[field];
+    await invalid(tokenEvent(body), field);
+  });
+
+  it.each([
+    ['client_id', 42],
+    ['client_id', null],
+    ['client_id', ['service-a']],
+    ['client_secret', { value: 'x' }],
+    ['client_secret', true],
+    ['access_token_url', 1],
+    ['grant_type', 7],
+    ['grant_type', null],
+    ['scope', 5],
+    ['scope', { read: true }],
+    ['scope', ['read', 2]],
+    ['audience', ['a']],
+    ['token_endpoint_auth_method', false],
+  ])('when %s has the wrong type (%p), never coercing it', async (field, value) => {
+    await invalid(tokenEvent(request({ [field]: value })), field);
+  });
+
+  it.each([
+    ['client_id', ''],
+    ['client_id', 'x'.repeat(257)],
+    ['client_id', 'caf\u00e9'],
+    ['client_id', 'line\nbreak'],
+    ['client_secret', 'x'.repeat(1025)],
+    ['client_secret', 'tab\tin'],
+    ['client_secret', 'emoji\u{1F511}'],
+    ['access_token_url', 'not a url'],
+    ['access_token_url', '/relative/token'],
+    ['access_token_url', ''],
+    ['access_token_url', `https://idp.example.com/${'a'.repeat(2048)}`],
+    ['grant_type', ''],
+    ['grant_type', 'client credentials'],
+    ['grant_type', 'bad!name'],
+    ['grant_type', 'urn:with space'],
+    ['scope', ''],
+    ['scope', 'read  write'],
+    ['scope', ' read'],
+    ['scope', 'quote"d'],
+    ['scope', 'back\\slash'],
+    ['scope', []],
+    ['scope', ['read', '']],
+    ['audience', ''],
+    ['audience', 'caf\u00e9'],
+    ['token_endpoint_auth_method', 'private_key_jwt'],
+    ['token_endpoint_auth_method', 'none'],
+  ])('when %s is malformed (%p)', async (field, value) => {
+    await invalid(tokenEvent(request({ [field]: value })), field);
+  });
+
+  it('accepts the longest allowed client_id and client_secret, and an empty secret', async () => {
+    const longest = await handle(tokenEvent(request({ client_id: 'i'.repeat(256), client_secret: 's'.repeat(1024) })));
+    const empty = await handle(tokenEvent(request({ client_secret: '' })));
+
+    expect(longest.statusCode).toBe(200);
+    expect(empty.statusCode).toBe(200);
+  });
+
+  it('when a form field is repeated (RFC 6749 3.2)', async () => {
+    const body = `client_id=a&client_id=b&client_secret=${SECRET}&access_token_url=${encodeURIComponent(server.origin)}`;
+    await invalid(tokenEvent(body, { contentType: 'application/x-www-form-urlencoded' }), 'client_id');
+  });
+
+  it('never echoes the client secret in the description', async () => {
+    const result = await handle(tokenEvent(request({ client_secret: `${SECRET}\u00e9` })));
+
+    expect(result.statusCode).toBe(400);
+    expect(result.body).not.toContain(SECRET);
+  });
+});
+
+describe('413 payload_too_large', () => {
+  const padded = (bytes: number) => {
+    const base = JSON.stringify(request({ padding: '' }));
+    return JSON.stringify(request({ padding: 'p'.repeat(bytes - base.length) }));
+  };
+
+  it('when the body is over 64 KiB', async () => {
+    const result = await handle(tokenEvent(padded(64 * 1024 + 1)));
+
+    expect(result.statusCode).toBe(413);
+    expect(bodyOf(result).code).toBe('payload_too_large');
+    expect(server.received).toHaveLength(0);
+  });
+
+  it('when the body is over 64 KiB after base64 decoding', async () => {
+    const result = await handle(tokenEvent(padded(64 * 1024 + 1), { base64: true }));
+
+    expect(result.statusCode).toBe(413);
+  });
+
+  it('when multi-byte characters make the body over 64 KiB', async () => {
+    const result = await handle(tokenEvent(JSON.stringify(request({ padding: '\u00e9'.repeat(33 * 1024) }))));
+
+    expect(result.statusCode).toBe(413);
+  });
+
+  it('accepts a body of exactly 64 KiB, plain or base64-encoded', async () => {
+    const body = padded(64 * 1024);
+    expect(Buffer.byteLength(body)).toBe(64 * 1024);
+
+    const plain = await handle(tokenEvent(body));
+    const base64 = await handle(tokenEvent(body, { base64: true }));
+
+    expect(plain.statusCode).toBe(200);
+    expect(base64.statusCode).toBe(200);
+  });
+});
+
+describe('401 unauthorized', () => {
+  it.each([
+    [400, { error: 'invalid_client' }],
+    [400, { error: 'invalid_scope', error_description: 'scope admin is not allowed' }],
+    [401, { error: 'invalid_client', error_description: `secret ${SECRET} is wrong` }],
+    [403, { error: 'unauthorized_client' }],
+    [404, '<html>not found</html>'],
+    [429, { error: 'slow_down' }],
+  ])('when the IdP answers %i, with the fixed description and nothing of its answer', async (status, answer) => {
+    server.answer(json(status, answer, typeof answer === 'string' ? { 'content-type': 'text/html' } : {}));
+
+    const result = await handle(tokenEvent(request()));
+
+    expect(result.statusCode).toBe(401);
+    expect(result.headers).toEqual(CONTRACT_HEADERS);
+    expect(bodyOf(result)).toStrictEqual({ code: 'unauthorized', description: 'Unauthorized credentials provided' });
+    expect(observed.records[0]).toMatchObject({ outcome: 'unauthorized', idpStatus: status });
+  });
+});
+
+describe('502 upstream_error', () => {
+  const expectUpstreamError = async () => {
+    const result = await handle(tokenEvent(request()));
+    expect(result.statusCode).toBe(502);
+    expect(result.headers).toEqual(CONTRACT_HEADERS);
+    const body = bodyOf(result);
+    expect(Object.keys(body).sort()).toEqual(['code', 'description']);
+    expect(body.code).toBe('upstream_error');
+    expect(result.body).not.toContain(SECRET);
+    return result;
+  };
+
+  it('when the IdP answers 500 with an HTML page', async () => {
+    server.answer(json(500, '<html>Internal Server Error</html>', { 'content-type': 'text/html' }));
+    const result = await expectUpstreamError();
+    expect(result.body).not.toContain('Internal Server Error');
+  });
+
+  it('when the IdP answers 503 with a JSON error', async () => {
+    server.answer(json(503, { error: 'temporarily_unavailable' }));
+    await expectUpstreamError();
+  });
+
+  it('when the IdP redirects, without following the redirect', async () => {
+    server.answer(json(302, { access_token: 'from-a-redirect' }, { location: `${server.origin}/elsewhere` }));
+
+    await expectUpstreamError();
+
+    expect(server.received.map((received) => received.url)).toEqual(['/oauth2/token']);
+  });
+
+  it.each([300, 301, 303, 304, 307, 308])('when the IdP answers %i, even with a token in the body', async (status) => {
+    server.answer(json(status, status === 304 ? '' : DEMO_TOKEN, { location: `${server.origin}/elsewhere` }));
+    await expectUpstreamError();
+    expect(server.received).toHaveLength(1);
+  });
+
+  it.each([
+    ['not JSON', '<html>ok</html>'],
+    ['a JSON array', [DEMO_TOKEN]],
+    ['a JSON string', 'token'],
+    ['JSON null', null],
+    ['an empty body', ''],
+    ['an object without access_token', { token_type: 'Bearer' }],
+    ['a numeric access_token', { access_token: 12345 }],
+    ['an empty access_token', { access_token: '' }],
+    ['a __proto__ key', '{"access_token":"x","__proto__":{"polluted":true}}'],
+  ])('when a 200 answer is %s', async (_case, answer) => {
+    server.answer(json(200, typeof answer === 'string' ? answer : JSON.stringify(answer)));
+    await expectUpstreamError();
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('when the answer is over 1 MiB', async () => {
+    server.answer(json(200, { access_token: 'x', padding: 'p'.repeat(1024 * 1024) }));
+    await expectUpstreamError();
+  });
+
+  it('accepts an answer just under 1 MiB', async () => {
+    const padding = 'p'.repeat(1024 * 1024 - 64);
+    server.answer(json(200, { access_token: 'x', padding }));
+
+    const result = await handle(tokenEvent(request()));
+
+    expect(result.statusCode).toBe(200);
+  });
+
+  it('when the IdP resets the connection before answering', async () => {
+    server.answer((_received, response) => {
+      response.socket?.resetAndDestroy();
+    });
+    await expectUpstreamError();
+  });
+
+  it('when the IdP closes the connection in the middle of its answer', async () => {
+    server.answer((_received, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
+      response.write('{"access_token":"x"');
+      setTimeout(() => response.socket?.destroy(), 10);
+    });
+    await expectUpstreamError();
+  });
+
+  it('when nothing listens at the token URL', async () => {
+    // Prepare: a port that was free a moment ago
+    const probe = createTcpServer().listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const { port } = probe.address() as { port: number };
+    probe.close();
+    await once(probe, 'close');
+    handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: `http://127.0.0.1:${port}` }), observed);
+
+    // Act
+    const result = await handle(tokenEvent(request({ access_token_url: `http://127.0.0.1:${port}/token` })));
+
+    // Assess
+    expect(result.statusCode).toBe(502);
+    expect(bodyOf(result).code).toBe('upstream_error');
+  });
+
+  it('when the TLS handshake fails', async () => {
+    // Prepare: https to a plain HTTP server, which cannot complete a handshake
+    const httpsOrigin = server.origin.replace('http:', 'https:');
+    handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: httpsOrigin }), observed);
+
+    // Act
+    const result = await handle(tokenEvent(request({ access_token_url: `${httpsOrigin}/token` })));
+
+    // Assess
+    expect(result.statusCode).toBe(502);
+    expect(bodyOf(result).code).toBe('upstream_error');
+  });
+});
+
+describe('504 upstream_timeout', () => {
+  it('when the IdP never answers', async () => {
+    server.answer(() => undefined);
+
+    const result = await handle(tokenEvent(request()));
+
+    expect(result.statusCode).toBe(504);
+    expect(bodyOf(result)).toStrictEqual({ code: 'upstream_timeout', description: expect.any(String) });
+    expect(result.headers).toEqual(CONTRACT_HEADERS);
+  });
+
+  it('when the IdP sends headers and then trickles its body past the deadline', async () => {
+    server.answer((_received, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('{"access_token":');
+      const drip = setInterval(() => response.write(' '), 50);
+      response.on('close', () => clearInterval(drip));
+    });
+
+    const result = await handle(tokenEvent(request()));
+
+    expect(result.statusCode).toBe(504);
+  });
+
+  it('counts the whole exchange: a slow answer after a prompt header still times out', async () => {
+    server.answer((_received, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      setTimeout(() => response.end(JSON.stringify(DEMO_TOKEN)), 1000).unref();
+    });
+
+    const result = await handle(tokenEvent(request()));
+
+    expect(result.statusCode).toBe(504);
+  });
+});

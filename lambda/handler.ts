@@ -45,7 +45,7 @@ export function createHandler(config: Config, observability: Observability = pow
       record.outcome = error instanceof ExchangeError ? error.code : 'internal_error';
       if (record.outcome === 'internal_error') Object.assign(record, describeError(error));
     }
-    observability.record({
+    const entry: RequestRecord = {
       ...record,
       requestId: context?.awsRequestId ?? event.requestContext?.requestId ?? '-',
       route: event.routeKey,
@@ -54,7 +54,12 @@ export function createHandler(config: Config, observability: Observability = pow
       latencyMs: Math.round((performance.now() - started) * 10) / 10,
       ...(upstream.status === undefined ? {} : { idpStatus: upstream.status }),
       ...(upstream.latencyMs === undefined ? {} : { idpLatencyMs: upstream.latencyMs }),
-    });
+    };
+    try {
+      observability.record(entry);
+    } catch {
+      // A failure to log must not cost the caller the answer it already has.
+    }
     return response;
   };
 }

@@ -600,3 +600,49 @@ describe('504 upstream_timeout', () => {
     expect(result.statusCode).toBe(504);
   });
 });
+
+describe('500 internal_error', () => {
+  it('answers a bug with a generic body, and logs its class name without its message', async () => {
+    // Prepare: a permit that breaks, standing in for any unexpected exception
+    const config = loadConfig({ TOKEN_URL_ALLOWLIST: server.origin });
+    const [entry] = config.allowlist;
+    if (!entry) throw new Error('the allowlist should have one entry');
+    const broken = {
+      ...config,
+      allowlist: [
+        {
+          ...entry,
+          permit: {
+            key: 'broken',
+            allows: (): boolean => {
+              throw new TypeError(`bug near ${SECRET}`);
+            },
+          },
+        },
+      ],
+    };
+    handle = createHandler(broken, observed);
+
+    // Act
+    const result = await handle(tokenEvent(request()));
+
+    // Assess
+    expect(result.statusCode).toBe(500);
+    expect(result.headers).toEqual(CONTRACT_HEADERS);
+    expect(bodyOf(result)).toStrictEqual({ code: 'internal_error', description: 'Internal error' });
+    expect(observed.records[0]).toMatchObject({ outcome: 'internal_error', status: 500, errorName: 'TypeError' });
+    expect(JSON.stringify(observed.records)).not.toContain(SECRET);
+  });
+
+  it('still answers when writing the log line fails', async () => {
+    handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), {
+      record: () => {
+        throw new Error('log sink is gone');
+      },
+    });
+
+    const result = await handle(tokenEvent(request()));
+
+    expect(result.statusCode).toBe(200);
+  });
+});

@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { TokenHandler } from '../lambda/handler';
+import { TOKEN_ROUTE_KEYS } from '../lambda/routes';
+import { toApiGatewayEvent } from './api-gateway-event';
+
+/** API Gateway's payload limit for HTTP APIs (10 MB); the contract's 64 KiB rule is the handler's. */
+export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+export interface HttpApiGatewayOptions {
+  readonly handler: TokenHandler;
+  /** Served at `GET /openapi.yaml` while the file exists. */
+  readonly openApiPath: string;
+  readonly maxBodyBytes?: number;
+}
+
+// API Gateway's own answers, byte for byte. They do not carry the contract's cache headers: those are
+// the function's, and the local server shows what a caller of the deployed API really gets.
+const NOT_FOUND = { status: 404, body: '{"message":"Not Found"}' };
+const TOO_LARGE = { status: 413, body: '{"message":"Request Entity Too Large"}' };
+const INTERNAL_ERROR = { status: 500, body: '{"message":"Internal Server Error"}' };
+
+/**
+ * A local stand-in for the HTTP API in front of the function: it matches the token routes, reads the
+ * body within API Gateway's limit, invokes the handler with a payload 2.0 event and writes its result.
+ */
+export function createHttpApiGateway(options: HttpApiGatewayOptions): Server {
+  const maxBodyBytes = options.maxBodyBytes ?? GATEWAY_MAX_BODY_BYTES;
+  return createServer((request, response) => {
+    serve(request, response).catch(() => response.destroy());
+  });
+
+  async function serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    // Like API Gateway's `apigw-requestid`, e.g. `JKJaXmPLvHcESHA=`.
+    const requestId = randomBytes(11).toString('base64');
+    response.setHeader('apigw-requestid', requestId);
+    const target = request.url ?? '/';
+    const routeKey = `${request.method} ${target.split('?')[0]}`;
+
+    if (routeKey === 'GET /openapi.yaml') return serveFile(response, options.openApiPath);
+    if (!TOKEN_ROUTE_KEYS.includes(routeKey)) return send(response, NOT_FOUND);
+
+    const body = await readBody(request, maxBodyBytes);
+    if (body === undefined) return send(response, TOO_LARGE);
+    const event = toApiGatewayEvent(
+      {
+        method: request.method ?? 'POST',
+        target,
+        rawHeaders: request.rawHeaders,
+        httpVersion: request.httpVersion,
+        sourceIp: (request.socket.remoteAddress ?? '').replace(/^::ffff:/, ''),
+        localPort: request.socket.localPort ?? 0,
+        body,
+      },
+      { routeKey, requestId },
+    );
+    let result: APIGatewayProxyStructuredResultV2;
+    try {
+      result = await options.handler(event, { awsRequestId: requestId });
+    } catch {
+      return send(response, INTERNAL_ERROR);
+    }
+    writeResult(response, result);
+  }
+}
+
+/**
+ * Read a request body, holding at most `limit` bytes. Past the limit the rest is read and dropped, so
+ * memory stays bounded and the client still receives the 413 rather than a reset; returns undefined.
+ */
+async function readBody(request: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size <= limit) chunks.push(chunk as Buffer);
+  }
+  return size <= limit ? Buffer.concat(chunks, size) : undefined;
+}
+
+function writeResult(response: ServerResponse, result: APIGatewayProxyStructuredResultV2): void {
+  const body = Buffer.from(result.body ?? '', result.isBase64Encoded ? 'base64' : 'utf8');
+  for (const [name, value] of Object.entries(result.headers ?? {})) response.setHeader(name, String(value));
+  if (result.cookies?.length) response.setHeader('set-cookie', result.cookies);
+  response.setHeader('content-length', body.length);
+  response.writeHead(result.statusCode ?? 200);
+  response.end(body);
+}
+
+function send(response: ServerResponse, answer: { status: number; body: string }): void {
+  response.writeHead(answer.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer.body) });
+  response.end(answer.body);
+}
+
+async function serveFile(response: ServerResponse, path: string): Promise<void> {
+  let file: Buffer;
+  try {
+    file = await readFile(path);
+  } catch {
+    return send(response, NOT_FOUND);
+  }
+  response.writeHead(200, { 'content-type': 'application/yaml', 'content-length': file.length });
+  response.end(file);
+}

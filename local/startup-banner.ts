@@ -1,0 +1,36 @@
+import { TOKEN_PATHS } from '../lambda/routes';
+import type { Idp } from './idp';
+
+/**
+ * What `npm start` prints once both servers listen: where the service is and which token URLs it
+ * allows, the embedded IdP's token URL and demo clients, and a `curl` that gets a token through it.
+ */
+export function startupBanner(serviceUrl: string, idp: Pick<Idp, 'tokenUrl' | 'clients'>, allowlist: string): string {
+  const { basic, post } = idp.clients;
+  const basicClient = `${basic.clientId} / ${basic.clientSecret}`;
+  const postClient = `${post.clientId} / ${post.clientSecret}`;
+  const width = Math.max(basicClient.length, postClient.length);
+  const body = JSON.stringify({
+    client_id: basic.clientId,
+    client_secret: basic.clientSecret,
+    access_token_url: idp.tokenUrl,
+    scope: 'read',
+  });
+  return [
+    `Token exchange service listening on ${serviceUrl}`,
+    ...TOKEN_PATHS.map((path) => `  POST ${serviceUrl}${path}`),
+    `  GET  ${serviceUrl}/openapi.yaml`,
+    `  token URL allowlist: ${allowlist} (add other IdPs with TOKEN_URL_ALLOWLIST)`,
+    '',
+    'Embedded IdP (oidc-provider: client credentials grant, scopes "read write")',
+    `  token URL     ${idp.tokenUrl}`,
+    `  demo client   ${basicClient.padEnd(width)}  (client_secret_basic)`,
+    `  demo client   ${postClient.padEnd(width)}  (client_secret_post)`,
+    '',
+    'Get a token:',
+    `  curl -s ${serviceUrl}${TOKEN_PATHS[0]} \\`,
+    `    -H 'content-type: application/json' \\`,
+    `    -d '${body}'`,
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,433 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig } from '../lambda/config';
+import { destroyAgents } from '../lambda/guarded-agents';
+import { createHandler } from '../lambda/handler';
+import type { RequestRecord } from '../lambda/observability';
+import { TOKEN_PATHS } from '../lambda/routes';
+import { parseTokenRequest } from '../lambda/token-request';
+import { type ReceivedHttpRequest, toApiGatewayEvent } from '../local/api-gateway-event';
+import { idpEnv } from './support/idp-env';
+
+const REPO_ROOT = join(__dirname, '..');
+const START_TIMEOUT_MS = 20_000;
+const REQUEST_TIMEOUT_MS = 10_000;
+const STOP_TIMEOUT_MS = 5_000;
+const WRONG_SECRET = `not-the-secret-${process.pid}`;
+
+/** What `npm start` printed, read back the way a reader of the terminal would. */
+interface Banner {
+  text: string;
+  serviceUrl: string;
+  tokenUrl: string;
+  postClient: { clientId: string; clientSecret: string };
+  curl: { url: string; contentType: string; body: string };
+}
+
+interface LocalServer {
+  child: ChildProcess;
+  /** Settles with the exit code once the process has exited and its stdout and stderr are closed. */
+  closed: Promise<number | null>;
+  banner: Banner;
+  stdout(): string;
+  stderr(): string;
+}
+
+/** Starts the local server exactly as `npm start` does, on free ports, and waits for its banner. */
+async function startLocalServer(): Promise<LocalServer> {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', IDP_PORT: '0', LOG_LEVEL: 'INFO', DEBUG: '*' };
+  for (const name of ['TOKEN_URL_ALLOWLIST', 'TOKEN_CACHE', 'UPSTREAM_TIMEOUT_MS', 'POWERTOOLS_METRICS_DISABLED']) delete env[name];
+  // Its own process group, so afterAll can stop tsx and the node process it spawns even if a test failed.
+  const child = spawn(join(REPO_ROOT, 'node_modules/.bin/tsx'), ['local/server.ts'], {
+    cwd: REPO_ROOT,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString('utf8');
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  const server: LocalServer = { child, closed, banner: undefined as unknown as Banner, stdout: () => stdout, stderr: () => stderr };
+
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (!/-d '[^']*'\n/.test(stdout)) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      stopLocalServer(server);
+      throw new Error(`the local server did not print its banner (exit ${child.exitCode}); stderr:\n${stderr}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  server.banner = parseBanner(stdout);
+  return server;
+}
+
+function parseBanner(text: string): Banner {
+  const match = (pattern: RegExp): string => {
+    const found = pattern.exec(text)?.[1];
+    if (found === undefined) throw new Error(`the banner has no match for ${pattern}:\n${text}`);
+    return found;
+  };
+  return {
+    text: text.slice(0, text.indexOf("'\n", text.indexOf(' -d ')) + 2),
+    serviceUrl: match(/listening on (http:\/\/\S+)/),
+    tokenUrl: match(/token URL +(http\S+)/),
+    postClient: {
+      clientId: match(/demo client\s+(\S+) \/ \S+\s+\(client_secret_post\)/),
+      clientSecret: match(/ \/ (\S+)\s+\(client_secret_post\)/),
+    },
+    curl: { url: match(/curl -s (\S+)/), contentType: match(/-H 'content-type: ([^']+)'/), body: match(/-d '([^']+)'/) },
+  };
+}
+
+/** Kills the whole process group (tsx and the node process it spawned); a no-op once it is gone. */
+function stopLocalServer(server: LocalServer | undefined): void {
+  const pid = server?.child.pid;
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // ESRCH: already gone.
+  }
+}
+
+/** The exit code once the process has exited and its output is fully read; undefined if not within `ms`. */
+async function exitWithin(server: LocalServer, ms: number): Promise<number | null | undefined> {
+  const timeout = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms).unref());
+  return Promise.race([server.closed, timeout]);
+}
+
+function post(url: string, body: string, contentType = 'application/json'): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+}
+
+describe('npm start (local/server.ts)', () => {
+  let server: LocalServer | undefined;
+  const local = (): LocalServer => {
+    if (!server) throw new Error('the local server did not start');
+    return server;
+  };
+  /** `apigw-requestid` and status of every answer the handler gave, to match against the log lines. */
+  const handled: { requestId: string; status: number }[] = [];
+
+  async function postToken(path: string, body: string, contentType?: string): Promise<Response> {
+    const response = await post(`${local().banner.serviceUrl}${path}`, body, contentType);
+    handled.push({ requestId: response.headers.get('apigw-requestid') ?? '', status: response.status });
+    return response;
+  }
+
+  function expectContractHeaders(response: Response): void {
+    expect(response.headers.get('content-type')).toBe('application/json');
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    expect(response.headers.get('pragma')).toBe('no-cache');
+  }
+
+  beforeAll(async () => {
+    server = await startLocalServer();
+  }, START_TIMEOUT_MS + 5_000);
+
+  afterAll(async () => {
+    stopLocalServer(server);
+    if (server) await exitWithin(server, STOP_TIMEOUT_MS);
+  }, STOP_TIMEOUT_MS + 5_000);
+
+  it('prints a curl whose request returns a token from the embedded IdP', async () => {
+    // Prepare
+    const { curl, serviceUrl, tokenUrl } = local().banner;
+    expect(curl.url).toBe(`${serviceUrl}/v1/oauth/token`);
+    expect(JSON.parse(curl.body)).toMatchObject({ access_token_url: tokenUrl });
+
+    // Act
+    const response = await post(curl.url, curl.body, curl.contentType);
+    handled.push({ requestId: response.headers.get('apigw-requestid') ?? '', status: response.status });
+
+    // Assess
+    expect(response.status).toBe(200);
+    expectContractHeaders(response);
+    const token = await response.json();
+    expect(token).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: expect.any(Number), scope: 'read' });
+  });
+
+  it.each(TOKEN_PATHS)('answers the same request on %s', async (path) => {
+    // Act
+    const response = await postToken(path, local().banner.curl.body);
+
+    // Assess
+    expect(response.status).toBe(200);
+    expectContractHeaders(response);
+    expect(((await response.json()) as { access_token?: unknown }).access_token).toEqual(expect.any(String));
+  });
+
+  it('accepts a form-urlencoded body, which reaches the handler base64-encoded', async () => {
+    // Prepare
+    const fields = JSON.parse(local().banner.curl.body) as Record<string, string>;
+
+    // Act
+    const response = await postToken('/oauth/token', new URLSearchParams(fields).toString(), 'application/x-www-form-urlencoded');
+
+    // Assess
+    expect(response.status).toBe(200);
+    expectContractHeaders(response);
+    expect(await response.json()).toMatchObject({ access_token: expect.any(String), scope: 'read' });
+  });
+
+  it('gets a token for the client registered for client_secret_post', async () => {
+    // Prepare
+    const { postClient, tokenUrl } = local().banner;
+    const body = JSON.stringify({
+      client_id: postClient.clientId,
+      client_secret: postClient.clientSecret,
+      access_token_url: tokenUrl,
+      token_endpoint_auth_method: 'client_secret_post',
+    });
+
+    // Act
+    const response = await postToken('/v1/oauth/token', body);
+
+    // Assess
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { access_token?: unknown }).access_token).toEqual(expect.any(String));
+  });
+
+  it('returns 401 when the IdP rejects the secret', async () => {
+    // Prepare
+    const body = JSON.stringify({ ...JSON.parse(local().banner.curl.body), client_secret: WRONG_SECRET });
+
+    // Act
+    const response = await postToken('/v1/oauth/token', body);
+
+    // Assess
+    expect(response.status).toBe(401);
+    expectContractHeaders(response);
+    expect(await response.text()).toBe('{"code":"unauthorized","description":"Unauthorized credentials provided"}');
+  });
+
+  it("returns the handler's 413 for a body over the contract's 64 KiB", async () => {
+    // Act
+    const response = await postToken('/v1/oauth/token', JSON.stringify({ padding: 'x'.repeat(70 * 1024) }));
+
+    // Assess
+    expect(response.status).toBe(413);
+    expectContractHeaders(response);
+    expect(((await response.json()) as { code?: unknown }).code).toBe('payload_too_large');
+  });
+
+  // The 404 and the 10 MB 413 are API Gateway's own answers, not the function's: they carry only a
+  // content type, as the deployed API does, and not the contract's cache headers.
+  it.each([
+    ['an unknown path', 'POST', '/v1/oauth/tokens'],
+    ['GET on the token route', 'GET', '/v1/oauth/token'],
+  ])('answers 404 like API Gateway for %s', async (_name, method, path) => {
+    // Act
+    const response = await fetch(`${local().banner.serviceUrl}${path}`, { method, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+
+    // Assess
+    expect(response.status).toBe(404);
+    expect(response.headers.get('content-type')).toBe('application/json');
+    expect(response.headers.get('cache-control')).toBeNull();
+    expect(await response.text()).toBe('{"message":"Not Found"}');
+  });
+
+  it('answers 413 like API Gateway for a body over its 10 MB limit, without invoking the handler', async () => {
+    // Act
+    const response = await post(`${local().banner.serviceUrl}/v1/oauth/token`, 'x'.repeat(10 * 1024 * 1024 + 1));
+
+    // Assess
+    expect(response.status).toBe(413);
+    expect(response.headers.get('content-type')).toBe('application/json');
+    expect(await response.text()).toBe('{"message":"Request Entity Too Large"}');
+  });
+
+  it('serves openapi.yaml from the repository root', async () => {
+    // Act
+    const response = await fetch(`${local().banner.serviceUrl}/openapi.yaml`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+
+    // Assess
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('application/yaml');
+    expect(await response.text()).toBe(readFileSync(join(REPO_ROOT, 'openapi.yaml'), 'utf8'));
+  });
+
+  // The two tests below stop the server and read everything it printed, so they stay last.
+  it('stops cleanly on SIGTERM', async () => {
+    // Act
+    local().child.kill('SIGTERM');
+
+    // Assess
+    expect(await exitWithin(local(), STOP_TIMEOUT_MS)).toBe(0);
+  });
+
+  it('logs one JSON line per handled request, with its request id, outcome and status, and never a secret', () => {
+    // Prepare
+    const { text: banner } = local().banner;
+    const afterBanner = local()
+      .stdout()
+      .slice(local().stdout().indexOf(banner) + banner.length);
+    const lines = afterBanner.split('\n').filter((line) => line.trim() !== '');
+
+    // Assess
+    const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(records.map((record) => ({ requestId: record.request_id, status: record.status }))).toEqual(handled);
+    for (const record of records) expect(record.outcome).toEqual(expect.any(String));
+    // DEBUG=* is set for the child: simple-oauth2 would print the form body and the Basic header.
+    const basic = JSON.parse(local().banner.curl.body) as { client_id: string; client_secret: string };
+    const secrets = [basic.client_secret, local().banner.postClient.clientSecret, WRONG_SECRET];
+    const basicHeaders = [basic.client_secret, WRONG_SECRET].map((secret) =>
+      Buffer.from(`${basic.client_id}:${secret}`).toString('base64'),
+    );
+    const printed = afterBanner + local().stderr();
+    for (const secret of [...secrets, ...basicHeaders]) expect(printed).not.toContain(secret);
+  });
+});
+
+describe('toApiGatewayEvent', () => {
+  const formRequest: ReceivedHttpRequest = {
+    method: 'POST',
+    target: '/v1/oauth/token?a=1&a=2&b=x%20y',
+    rawHeaders: [
+      'Host',
+      'localhost:3000',
+      'Content-Type',
+      'application/x-www-form-urlencoded',
+      'X-Repeated',
+      'one',
+      'x-repeated',
+      'two',
+      'Cookie',
+      'c1=v1; c2=v2',
+      'User-Agent',
+      'curl/8.5.0',
+    ],
+    httpVersion: '1.1',
+    sourceIp: '127.0.0.1',
+    localPort: 3000,
+    body: Buffer.from('client_id=demo&client_secret=s&access_token_url=https%3A%2F%2Fidp.example.com%2Ftoken'),
+  };
+  const decision = { routeKey: 'POST /v1/oauth/token', requestId: 'req-1', receivedAt: new Date(Date.UTC(2020, 2, 12, 19, 3, 58)) };
+
+  it('lower-cases header names, joins repeated headers with commas and moves cookies to their own array', () => {
+    // Act
+    const event = toApiGatewayEvent(formRequest, decision);
+
+    // Assess
+    expect(event.headers).toMatchObject({
+      host: 'localhost:3000',
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-repeated': 'one,two',
+    });
+    expect(Object.keys(event.headers).every((name) => name === name.toLowerCase())).toBe(true);
+    expect(event.headers.cookie).toBeUndefined();
+    expect(event.cookies).toEqual(['c1=v1', 'c2=v2']);
+  });
+
+  it('base64-encodes a form body, and the handler reads back the same fields', () => {
+    // Act
+    const event = toApiGatewayEvent(formRequest, decision);
+
+    // Assess
+    expect(event.isBase64Encoded).toBe(true);
+    expect(event.body).toBe(formRequest.body.toString('base64'));
+    expect(parseTokenRequest(event)).toMatchObject({
+      clientId: 'demo',
+      clientSecret: 's',
+      accessTokenUrl: 'https://idp.example.com/token',
+    });
+  });
+
+  it('passes a JSON body as plain text', () => {
+    // Prepare
+    const body = '{"client_id":"demo"}';
+    const request = { ...formRequest, rawHeaders: ['Content-Type', 'application/json; charset=utf-8'], body: Buffer.from(body) };
+
+    // Act
+    const event = toApiGatewayEvent(request, decision);
+
+    // Assess
+    expect(event.isBase64Encoded).toBe(false);
+    expect(event.body).toBe(body);
+  });
+
+  it('leaves out the body of a request that has none', () => {
+    // Act
+    const event = toApiGatewayEvent({ ...formRequest, body: Buffer.alloc(0) }, decision);
+
+    // Assess
+    expect(event.body).toBeUndefined();
+    expect(event.isBase64Encoded).toBe(false);
+  });
+
+  it('fills the route key, path, query and request context as API Gateway does', () => {
+    // Act
+    const event = toApiGatewayEvent(formRequest, decision);
+
+    // Assess
+    expect(event).toMatchObject({
+      version: '2.0',
+      routeKey: 'POST /v1/oauth/token',
+      rawPath: '/v1/oauth/token',
+      rawQueryString: 'a=1&a=2&b=x%20y',
+      queryStringParameters: { a: '1,2', b: 'x y' },
+    });
+    expect(event.requestContext).toEqual({
+      accountId: expect.any(String),
+      apiId: expect.any(String),
+      domainName: 'localhost:3000',
+      domainPrefix: 'localhost',
+      http: { method: 'POST', path: '/v1/oauth/token', protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'curl/8.5.0' },
+      requestId: 'req-1',
+      routeKey: 'POST /v1/oauth/token',
+      stage: '$default',
+      time: '12/Mar/2020:19:03:58 +0000',
+      timeEpoch: Date.UTC(2020, 2, 12, 19, 3, 58),
+    });
+  });
+});
+
+describe('the shared IdP of the test run (test/support/global-setup.ts)', () => {
+  afterAll(() => destroyAgents());
+
+  it.each([
+    ['client_secret_basic', 'basic'],
+    ['client_secret_post', 'post'],
+  ] as const)('issues a token through the handler to the client registered for %s', async (method, client) => {
+    // Prepare
+    const idp = idpEnv();
+    const records: RequestRecord[] = [];
+    const handler = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: idp.issuer }), { record: (entry) => records.push(entry) });
+    const body = JSON.stringify({
+      client_id: idp[client].clientId,
+      client_secret: idp[client].clientSecret,
+      access_token_url: idp.tokenUrl,
+      token_endpoint_auth_method: method,
+      scope: ['read', 'write'],
+    });
+    const request: ReceivedHttpRequest = {
+      method: 'POST',
+      target: '/oauth/token',
+      rawHeaders: ['content-type', 'application/json'],
+      httpVersion: '1.1',
+      sourceIp: '127.0.0.1',
+      localPort: 3000,
+      body: Buffer.from(body),
+    };
+
+    // Act
+    const result = await handler(toApiGatewayEvent(request, { routeKey: 'POST /oauth/token', requestId: 'shared-idp' }));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(JSON.parse(result.body ?? '')).toMatchObject({ access_token: expect.any(String), scope: 'read write' });
+    expect(records).toMatchObject([{ outcome: 'ok', idpStatus: 200 }]);
+  });
+
+  it('names the missing variable when global setup did not run', () => {
+    // Act and Assess
+    expect(() => idpEnv({})).toThrow(/IDP_ISSUER is not set/);
+  });
+});

@@ -1,0 +1,483 @@
+import fc from 'fast-check';
+import { loadConfig } from '../lambda/config';
+import {
+  ERROR_STATUS,
+  type ErrorCode,
+  ExchangeError,
+  INTERNAL_ERROR_DESCRIPTION,
+  UNAUTHORIZED_DESCRIPTION,
+  UPSTREAM_ERROR_DESCRIPTION,
+  UPSTREAM_TIMEOUT_DESCRIPTION,
+} from '../lambda/errors';
+import { createHandler, type TokenHandler } from '../lambda/handler';
+import { errorResponse } from '../lambda/responses';
+import { TOKEN_PATHS } from '../lambda/routes';
+import { MAX_BODY_BYTES, parseTokenRequest } from '../lambda/token-request';
+import { formEvent, recordingObservability, tokenEvent } from './support/events';
+import { type ActualResponse, loadOpenApi, OpenApiValidator, type ResponseObject, structuralProblems } from './support/openapi-validator';
+import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
+
+const document = loadOpenApi();
+const api = new OpenApiValidator(document);
+const TOKEN_PATH = '/v1/oauth/token';
+
+const documentedResponse = (status: number, path = TOKEN_PATH): ResponseObject | undefined => api.response(path, 'post', status);
+const componentResponse = (name: string): ResponseObject => {
+  const response = document.components.responses[name];
+  if (!response) throw new Error(`openapi.yaml has no components.responses.${name}`);
+  return response;
+};
+const jsonSchemaOf = (response: ResponseObject | undefined) => {
+  const schema = response?.content?.['application/json']?.schema;
+  if (!schema) throw new Error('the response documents no application/json schema');
+  return schema;
+};
+
+describe('openapi.yaml', () => {
+  it('is structurally valid OpenAPI 3.1: required fields, status codes, unique operationIds, resolving $refs, strict schemas, valid examples', () => {
+    // Act
+    const problems = structuralProblems(document);
+
+    // Assess
+    expect(problems).toEqual([]);
+  });
+
+  it('documents POST on both token routes with distinct operationIds', () => {
+    // Act
+    const operations = TOKEN_PATHS.map((path) => api.operation(path, 'post'));
+
+    // Assess
+    expect(Object.keys(document.paths).sort()).toEqual([...TOKEN_PATHS].sort());
+    expect(new Set(operations.map((operation) => operation.operationId)).size).toBe(TOKEN_PATHS.length);
+  });
+
+  it('describes both token routes as one operation', () => {
+    // Prepare
+    const [versioned, unversioned] = TOKEN_PATHS.map((path) => {
+      const { operationId: _operationId, ...rest } = api.operation(path, 'post');
+      return rest;
+    });
+
+    // Assess
+    expect(unversioned).toEqual(versioned);
+  });
+
+  it('documents exactly the 200 and the statuses of the error table, each with the code of its status', () => {
+    // Prepare
+    const responses = api.operation(TOKEN_PATH, 'post').responses;
+
+    // Assess
+    expect(Object.keys(responses).sort()).toEqual(['200', ...Object.values(ERROR_STATUS).map(String)].sort());
+    for (const [code, status] of Object.entries(ERROR_STATUS) as [ErrorCode, number][]) {
+      const schema = jsonSchemaOf(documentedResponse(status));
+      expect({ status, errors: api.errorsFor(schema, { code, description: 'any text' }) }).toEqual({
+        status,
+        errors: status === 401 ? expect.stringContaining('description') : undefined,
+      });
+      expect(api.errorsFor(schema, { code: 'some_other_code', description: 'any text' })).toMatch(/code/);
+      expect(api.errorsFor(schema, { code, description: 'any text', detail: 'leak' })).toMatch(/additional properties/);
+    }
+  });
+
+  it('documents content-type, cache-control and pragma on every response', () => {
+    for (const [name, response] of Object.entries(document.components.responses)) {
+      // Assess
+      expect({ name, media: Object.keys(response.content ?? {}) }).toEqual({ name, media: ['application/json'] });
+      expect({ name, headers: Object.keys(response.headers ?? {}) }).toEqual({
+        name,
+        headers: expect.arrayContaining(['cache-control', 'pragma']),
+      });
+    }
+  });
+
+  it("uses the service's own fixed texts in the examples of its fixed-text errors", () => {
+    // Prepare
+    const exampleDescription = (name: string): unknown =>
+      Object.values(componentResponse(name).content?.['application/json']?.examples ?? {}).map(
+        (example) => (example.value as { description?: unknown }).description,
+      );
+
+    // Assess
+    expect(exampleDescription('Unauthorized')).toEqual([UNAUTHORIZED_DESCRIPTION]);
+    expect(exampleDescription('UpstreamError')).toEqual([UPSTREAM_ERROR_DESCRIPTION]);
+    expect(exampleDescription('UpstreamTimeout')).toEqual([UPSTREAM_TIMEOUT_DESCRIPTION]);
+    expect(exampleDescription('InternalError')).toEqual([INTERNAL_ERROR_DESCRIPTION]);
+    expect(exampleDescription('PayloadTooLarge')).toEqual([`The request body must be at most ${MAX_BODY_BYTES} bytes`]);
+  });
+
+  it('documents the 500 that an unexpected error becomes, and its example', () => {
+    // Prepare
+    const documented = documentedResponse(500);
+    const example = documented?.content?.['application/json']?.examples?.bug?.value;
+
+    // Act
+    const actual = errorResponse(new TypeError('a bug'));
+
+    // Assess
+    expect(api.errorsFor(jsonSchemaOf(documented), example)).toBeUndefined();
+    expect(api.responseProblems(documented, actual)).toEqual([]);
+  });
+
+  it('reports, with ajv error text, a response that departs from its documentation', () => {
+    // Prepare
+    const headers = { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' };
+
+    // Act
+    const problems = [
+      ...api.responseProblems(documentedResponse(200), { statusCode: 200, headers, body: JSON.stringify({ token_type: 'Bearer' }) }),
+      ...api.responseProblems(documentedResponse(401), {
+        statusCode: 401,
+        headers: { ...headers, 'cache-control': 'max-age=60', 'x-debug': '1' },
+        body: JSON.stringify({ code: 'unauthorized', description: 'invalid_client: bad secret' }),
+      }),
+      ...api.responseProblems(documentedResponse(502), { statusCode: 502, headers: { 'content-type': 'text/html' }, body: '<html>' }),
+      ...api.responseProblems(documentedResponse(418), { statusCode: 418, headers, body: '{}' }),
+    ];
+
+    // Assess
+    expect(problems).toEqual([
+      "body: data must have required property 'access_token'",
+      'body: data/description must be equal to constant',
+      'header cache-control: data must be equal to constant',
+      'header x-debug is not documented',
+      'content-type text/html is not documented (documented: application/json)',
+      'required header cache-control is missing',
+      'required header pragma is missing',
+      'status 418 is not documented',
+    ]);
+  });
+});
+
+describe("the handler's real responses match openapi.yaml", () => {
+  let server: TokenServer;
+  let handler: TokenHandler;
+  let tokenUrl: string;
+  const validBody = (): Record<string, unknown> => ({ client_id: 'demo-client', client_secret: 'demo-secret', access_token_url: tokenUrl });
+
+  beforeAll(async () => {
+    server = await startTokenServer();
+    tokenUrl = `${server.origin}/token`;
+    handler = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '300' }), recordingObservability());
+  });
+
+  beforeEach(() => {
+    server.answer(json(200, DEMO_TOKEN));
+  });
+
+  afterAll(async () => {
+    await server.close();
+  });
+
+  const expectDocumented = (actual: ActualResponse, expectedStatus: number, path = TOKEN_PATH): void => {
+    expect(actual.statusCode).toBe(expectedStatus);
+    expect(api.responseProblems(documentedResponse(expectedStatus, path), actual)).toEqual([]);
+  };
+
+  it.each(TOKEN_PATHS)('answers 200 with the documented token on %s', async (path) => {
+    // Act
+    const result = await handler(tokenEvent(validBody(), { path }));
+
+    // Assess
+    expectDocumented(result, 200, path);
+    expect(result.body).toBe(JSON.stringify(DEMO_TOKEN));
+  });
+
+  it('answers 200 for a documented form body', async () => {
+    // Act
+    const result = await handler(formEvent({ client_id: 'demo-client', client_secret: 'demo-secret', access_token_url: tokenUrl }));
+
+    // Assess
+    expectDocumented(result, 200);
+  });
+
+  it('answers 200 with a documented x-token-cache header, miss then hit, when TOKEN_CACHE is on', async () => {
+    // Prepare
+    const cached = createHandler(
+      loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '300', TOKEN_CACHE: 'on' }),
+      recordingObservability(),
+    );
+
+    // Act
+    const first = await cached(tokenEvent(validBody()));
+    const second = await cached(tokenEvent(validBody()));
+
+    // Assess
+    expect([first.headers?.['x-token-cache'], second.headers?.['x-token-cache']]).toEqual(['miss', 'hit']);
+    expectDocumented(first, 200);
+    expectDocumented(second, 200);
+    expect(Object.keys(documentedResponse(200)?.headers ?? {})).toContain('x-token-cache');
+  });
+
+  it('answers 400 invalid_request as documented for a body that is not JSON', async () => {
+    // Act
+    const result = await handler(tokenEvent('client_id=demo-client'));
+
+    // Assess
+    expectDocumented(result, 400);
+  });
+
+  it('answers 400 invalid_request as documented for a missing field', async () => {
+    // Act
+    const result = await handler(tokenEvent({ client_id: 'demo-client', access_token_url: tokenUrl }));
+
+    // Assess
+    expectDocumented(result, 400);
+    expect(JSON.parse(result.body ?? '')).toEqual({ code: 'invalid_request', description: 'client_secret is required' });
+  });
+
+  it('answers 401 unauthorized as documented when the IdP rejects the secret', async () => {
+    // Prepare
+    server.answer(json(401, { error: 'invalid_client', error_description: 'bad secret' }));
+
+    // Act
+    const result = await handler(tokenEvent(validBody()));
+
+    // Assess
+    expectDocumented(result, 401);
+  });
+
+  it('answers 403 token_url_not_allowed as documented for a URL outside the allowlist', async () => {
+    // Prepare: refused by the policy before any connection is made.
+    const body = { ...validBody(), access_token_url: 'https://login.example.com/oauth2/token' };
+
+    // Act
+    const result = await handler(tokenEvent(body));
+
+    // Assess
+    expectDocumented(result, 403);
+  });
+
+  it('answers 413 payload_too_large as documented for a body over 64 KiB', async () => {
+    // Prepare
+    const body = { ...validBody(), padding: 'x'.repeat(MAX_BODY_BYTES) };
+
+    // Act
+    const result = await handler(tokenEvent(body));
+
+    // Assess
+    expectDocumented(result, 413);
+  });
+
+  it('answers 502 upstream_error as documented when the IdP answers 500', async () => {
+    // Prepare
+    server.answer(json(500, { error: 'server_error' }));
+
+    // Act
+    const result = await handler(tokenEvent(validBody()));
+
+    // Assess
+    expectDocumented(result, 502);
+  });
+
+  it('answers 504 upstream_timeout as documented when the IdP does not answer in time', async () => {
+    // Prepare: never answer; closing the server destroys the held socket.
+    server.answer(() => undefined);
+
+    // Act
+    const result = await handler(tokenEvent(validBody()));
+
+    // Assess
+    expectDocumented(result, 504);
+  });
+
+  it('answers 404 as the documented NotFound for a route that is not a token route', async () => {
+    // Act
+    const results = await Promise.all([
+      handler(tokenEvent(validBody(), { method: 'GET' })),
+      handler(tokenEvent(validBody(), { path: '/v1/oauth/token/' })),
+    ]);
+
+    // Assess
+    for (const result of results) {
+      expect(result.statusCode).toBe(404);
+      expect(api.responseProblems(componentResponse('NotFound'), result)).toEqual([]);
+    }
+  });
+});
+
+describe('the documented request schemas agree with the handler', () => {
+  let server: TokenServer;
+  let handler: TokenHandler;
+  let tokenUrl: string;
+
+  beforeAll(async () => {
+    server = await startTokenServer(json(200, DEMO_TOKEN));
+    tokenUrl = `${server.origin}/token`;
+    handler = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '300' }), recordingObservability());
+  });
+
+  afterAll(async () => {
+    await server.close();
+  });
+
+  const requestSchema = (mediaType: string) => {
+    const schema = api.requestBody(TOKEN_PATH, 'post').content[mediaType]?.schema;
+    if (!schema) throw new Error(`openapi.yaml documents no ${mediaType} request body`);
+    return schema;
+  };
+
+  const valid = (overrides: Record<string, unknown> = {}): Record<string, unknown> => ({
+    client_id: 'demo-client',
+    client_secret: 'demo-secret',
+    access_token_url: tokenUrl,
+    ...overrides,
+  });
+  const without = (field: string): Record<string, unknown> => {
+    const { [field]: _removed, ...rest } = valid();
+    return rest;
+  };
+
+  const jsonCases: [string, () => unknown, 200 | 400][] = [
+    ['the three required fields', () => valid(), 200],
+    [
+      'every optional field',
+      () => valid({ grant_type: 'client_credentials', scope: 'read write', audience: 'https://api.example.com' }),
+      200,
+    ],
+    [
+      'a scope array and client_secret_post',
+      () => valid({ scope: ['read', 'write'], token_endpoint_auth_method: 'client_secret_post' }),
+      200,
+    ],
+    ['an absolute URI grant type', () => valid({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer' }), 200],
+    ['an unknown field', () => valid({ resource: 'https://api.example.com' }), 200],
+    ['an empty client_secret', () => valid({ client_secret: '' }), 200],
+    ['a client_id of 256 characters', () => valid({ client_id: 'c'.repeat(256) }), 200],
+    ['a client_secret of 1024 characters', () => valid({ client_secret: 's'.repeat(1024) }), 200],
+    [
+      'an access_token_url of 2048 characters',
+      () => valid({ access_token_url: `${tokenUrl}?q=${'q'.repeat(2045 - tokenUrl.length)}` }),
+      200,
+    ],
+    ['an audience of 2048 characters', () => valid({ audience: 'a'.repeat(2048) }), 200],
+    ['a body that is an array', () => [valid()], 400],
+    ['a missing client_id', () => without('client_id'), 400],
+    ['a missing client_secret', () => without('client_secret'), 400],
+    ['a missing access_token_url', () => without('access_token_url'), 400],
+    ['an empty client_id', () => valid({ client_id: '' }), 400],
+    ['a client_id of 257 characters', () => valid({ client_id: 'c'.repeat(257) }), 400],
+    ['a client_id with a newline', () => valid({ client_id: 'demo\nclient' }), 400],
+    ['a numeric client_secret', () => valid({ client_secret: 12345 }), 400],
+    ['a client_secret of 1025 characters', () => valid({ client_secret: 's'.repeat(1025) }), 400],
+    ['an access_token_url without a scheme', () => valid({ access_token_url: 'login.example.com/oauth2/token' }), 400],
+    ['an access_token_url with a space', () => valid({ access_token_url: `${tokenUrl}?a= b` }), 400],
+    [
+      'an access_token_url of 2049 characters',
+      () => valid({ access_token_url: `${tokenUrl}?q=${'q'.repeat(2046 - tokenUrl.length)}` }),
+      400,
+    ],
+    ['an audience of 2049 characters', () => valid({ audience: 'a'.repeat(2049) }), 400],
+    ['a grant_type with a space', () => valid({ grant_type: 'client credentials' }), 400],
+    ['a scope with a double space', () => valid({ scope: 'read  write' }), 400],
+    ['a scope with a quote', () => valid({ scope: 'read"' }), 400],
+    ['an empty scope array', () => valid({ scope: [] }), 400],
+    ['a scope array with a number', () => valid({ scope: ['read', 1] }), 400],
+    ['a null audience', () => valid({ audience: null }), 400],
+    ['an empty audience', () => valid({ audience: '' }), 400],
+    ['an unknown token_endpoint_auth_method', () => valid({ token_endpoint_auth_method: 'private_key_jwt' }), 400],
+  ];
+
+  it.each(jsonCases)('JSON with %s: the schema and the handler agree (%#)', async (_name, makeBody, expectedStatus) => {
+    // Prepare
+    const body = makeBody();
+
+    // Act
+    const result = await handler(tokenEvent(body));
+    const schemaErrors = api.errorsFor(requestSchema('application/json'), body);
+
+    // Assess
+    expect({ status: result.statusCode, schemaAccepts: schemaErrors === undefined }).toEqual({
+      status: expectedStatus,
+      schemaAccepts: expectedStatus === 200,
+    });
+  });
+
+  const formCases: [string, () => Record<string, string>, 200 | 400][] = [
+    ['the three required fields', () => valid() as Record<string, string>, 200],
+    ['a space-delimited scope', () => ({ ...(valid() as Record<string, string>), scope: 'read write' }), 200],
+    ['a missing client_secret', () => without('client_secret') as Record<string, string>, 400],
+    ['a scope with a double space', () => ({ ...(valid() as Record<string, string>), scope: 'read  write' }), 400],
+    ['an unknown token_endpoint_auth_method', () => ({ ...(valid() as Record<string, string>), token_endpoint_auth_method: 'none' }), 400],
+  ];
+
+  it.each(formCases)('a form with %s: the schema and the handler agree (%#)', async (_name, makeFields, expectedStatus) => {
+    // Prepare
+    const fields = makeFields();
+
+    // Act
+    const result = await handler(formEvent(fields));
+    const schemaErrors = api.errorsFor(requestSchema('application/x-www-form-urlencoded'), fields);
+
+    // Assess
+    expect({ status: result.statusCode, schemaAccepts: schemaErrors === undefined }).toEqual({
+      status: expectedStatus,
+      schemaAccepts: expectedStatus === 200,
+    });
+  });
+
+  it("accepts exactly the JSON bodies that the handler's parser accepts", () => {
+    // Prepare: values near each rule's edges, of every JSON type, for every field the parser reads.
+    const edgeStrings = fc.constantFrom(
+      '',
+      ' ',
+      'demo-client',
+      'client_credentials',
+      'urn:ietf:params:oauth:grant-type:jwt-bearer',
+      'client_secret_basic',
+      'client_secret_post',
+      'private_key_jwt',
+      'read write',
+      'read  write',
+      ' read',
+      'read"',
+      'read\\',
+      'x'.repeat(256),
+      'x'.repeat(257),
+      'x'.repeat(1024),
+      'x'.repeat(1025),
+      'x'.repeat(2048),
+      'x'.repeat(2049),
+    );
+    const text = fc.oneof(edgeStrings, fc.string({ unit: 'grapheme-ascii', maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 6 }));
+    const value = fc.oneof(
+      { weight: 6, arbitrary: text },
+      { weight: 2, arbitrary: fc.array(text, { maxLength: 3 }) },
+      { weight: 1, arbitrary: fc.constantFrom(null, true, 0, 42, {}) },
+    );
+    // Each field keeps a valid value most of the time, so a rule is probed while the others pass.
+    const field = (validValue: string) =>
+      fc.oneof({ weight: 3, arbitrary: fc.constant(validValue) }, { weight: 2, arbitrary: fc.option(value, { nil: undefined }) });
+    const body = fc.record({
+      client_id: field('demo-client'),
+      client_secret: field('demo-secret'),
+      access_token_url: fc.oneof(
+        { weight: 5, arbitrary: fc.constant('https://login.example.com/oauth2/token') },
+        fc.constantFrom(undefined, 7),
+      ),
+      grant_type: field('client_credentials'),
+      scope: field('read write'),
+      audience: field('https://api.example.com'),
+      token_endpoint_auth_method: field('client_secret_post'),
+    });
+    const schema = requestSchema('application/json');
+
+    // Act + Assess
+    fc.assert(
+      fc.property(body, (candidate) => {
+        const instance = JSON.parse(JSON.stringify(candidate)) as unknown;
+        let parserAccepts = true;
+        try {
+          parseTokenRequest(tokenEvent(instance));
+        } catch (error) {
+          if (!(error instanceof ExchangeError)) throw error;
+          parserAccepts = false;
+        }
+        expect({ instance, schemaAccepts: api.errorsFor(schema, instance) === undefined }).toEqual({
+          instance,
+          schemaAccepts: parserAccepts,
+        });
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});

@@ -1,0 +1,91 @@
+import { App, Duration, Validations } from 'aws-cdk-lib';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import type { LogLevel } from '../lambda/config';
+import { TokenExchangeStack, type TokenExchangeStackProps } from './token-exchange-stack';
+
+/** How a context key is read (`-c key=value` gives strings, cdk.json may give JSON values). */
+type ContextReader = (key: string) => unknown;
+
+/**
+ * The stack's props from CDK context, the only place the deployment is configured. Keys left out
+ * take the stack's defaults. Throws a message naming the key for a value of the wrong shape; the
+ * stack then checks ranges and combinations.
+ */
+export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
+  const value = (key: string): unknown => {
+    const raw = read(key);
+    return typeof raw === 'string' && raw.trim() === '' ? undefined : raw;
+  };
+  const text = (key: string): string | undefined => {
+    const raw = value(key);
+    if (raw === undefined) return undefined;
+    if (typeof raw !== 'string') throw new Error(`Context key "${key}" must be a string, got ${JSON.stringify(raw)}`);
+    return raw.trim();
+  };
+  const number = (key: string): number | undefined => {
+    const raw = value(key);
+    if (raw === undefined) return undefined;
+    const parsed = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : Number.NaN;
+    if (Number.isNaN(parsed)) throw new Error(`Context key "${key}" must be a number, got ${JSON.stringify(raw)}`);
+    return parsed;
+  };
+  const list = (key: string): string[] | undefined => {
+    const raw = value(key);
+    if (raw === undefined) return undefined;
+    const items = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',') : undefined;
+    if (!items?.every((item) => typeof item === 'string')) {
+      throw new Error(`Context key "${key}" must be a comma-separated string or an array of strings, got ${JSON.stringify(raw)}`);
+    }
+    return items.map((item) => item.trim()).filter((item) => item !== '');
+  };
+  const onOff = (key: string): boolean | undefined => {
+    const raw = value(key);
+    if (raw === undefined) return undefined;
+    const normalized = String(raw).trim().toLowerCase();
+    if (['on', 'true'].includes(normalized)) return true;
+    if (['off', 'false'].includes(normalized)) return false;
+    throw new Error(`Context key "${key}" must be on/off or true/false, got ${JSON.stringify(raw)}`);
+  };
+
+  const functionTimeoutSeconds = number('functionTimeoutSeconds');
+  return {
+    allowedTokenUrls: list('allowedTokenUrls'),
+    upstreamTimeoutMs: number('upstreamTimeoutMs'),
+    tokenCache: onOff('tokenCache'),
+    logLevel: text('logLevel')?.toUpperCase() as LogLevel | undefined,
+    metricsNamespace: text('metricsNamespace'),
+    memorySize: number('memorySize'),
+    functionTimeout: functionTimeoutSeconds === undefined ? undefined : Duration.seconds(functionTimeoutSeconds),
+    throttleRateLimit: number('throttleRateLimit'),
+    throttleBurstLimit: number('throttleBurstLimit'),
+    logRetention: number('logRetentionDays') as RetentionDays | undefined,
+    reservedConcurrency: number('reservedConcurrency'),
+    corsOrigins: list('corsOrigins'),
+    sourceMapStackTraces: onOff('sourceMapStackTraces'),
+  };
+}
+
+/** The CDK app: one stack, named by context `stackName`, checked against the AwsSolutions rules at every synth. */
+export function buildApp(app: App = new App()): TokenExchangeStack {
+  const read: ContextReader = (key) => app.node.tryGetContext(key);
+  const stackName = read('stackName') ?? 'TokenExchange';
+  if (typeof stackName !== 'string') throw new Error(`Context key "stackName" must be a string, got ${JSON.stringify(stackName)}`);
+  const stack = new TokenExchangeStack(app, stackName, {
+    ...propsFromContext(read),
+    description: 'OAuth 2.0 client-credentials token exchange (Lambda behind an HTTP API)',
+    // Environment-agnostic unless pinned: nothing here looks anything up, so one template deploys to
+    // whichever account and region `cdk deploy` targets. (CDK_DEFAULT_REGION would pin it to whatever
+    // region synth happened to guess, us-east-1 without AWS configuration.)
+    env: { account: process.env.CDK_DEPLOY_ACCOUNT || undefined, region: process.env.CDK_DEPLOY_REGION || undefined },
+  });
+  // cdk-nag 3 is a policy validation plugin: an unacknowledged finding fails synth, and so deploy.
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  return stack;
+}
+
+if (require.main === module) {
+  const app = new App();
+  buildApp(app);
+  app.synth();
+}

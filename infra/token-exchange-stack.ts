@@ -1,0 +1,374 @@
+import * as path from 'node:path';
+import { CfnOutput, Duration, Stack, type StackProps, Tags, Validations } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, PayloadFormatVersion } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { LOG_LEVELS, type LogLevel, loadConfig } from '../lambda/config';
+import { TOKEN_PATHS } from '../lambda/routes';
+import { parseAllowlist } from '../lambda/token-url-policy';
+import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
+
+/**
+ * The function's runtime: the newest Node.js this aws-cdk-lib offers, which is also what cdk-nag's
+ * AwsSolutions-L1 demands. Fixed (not `NODEJS_LATEST`) so an aws-cdk-lib upgrade never changes the
+ * runtime of a deployed function behind our back.
+ */
+export const FUNCTION_RUNTIME = Runtime.NODEJS_24_X;
+
+/** API Gateway answers 503 after 30 s whatever the function does, so the function must finish first. */
+export const HTTP_API_INTEGRATION_LIMIT = Duration.seconds(30);
+
+/** The same ceiling `loadConfig` applies to UPSTREAM_TIMEOUT_MS. */
+export const MAX_UPSTREAM_TIMEOUT_MS = 29_000;
+
+/** Everything a deployment can tune. All optional: the defaults are what the stack deploys without context. */
+export interface TokenExchangeStackProps extends StackProps {
+  /**
+   * Token URL allowlist entries (`https://login.example.com`, `https://*.auth0.com`,
+   * `https://idp.example.com/oauth2/`), set as `TOKEN_URL_ALLOWLIST` joined with commas.
+   * @default [] - any public https URL
+   */
+  readonly allowedTokenUrls?: readonly string[];
+  /**
+   * Deadline of the whole token request to the IdP, connect to last byte (`UPSTREAM_TIMEOUT_MS`), 1 to 29000.
+   * @default 5000
+   */
+  readonly upstreamTimeoutMs?: number;
+  /**
+   * Reuse an unexpired token for identical requests within one function instance (`TOKEN_CACHE`).
+   * @default false
+   */
+  readonly tokenCache?: boolean;
+  /**
+   * Level of the structured JSON logs (`LOG_LEVEL`); no level ever logs a secret, token or body.
+   * @default 'INFO'
+   */
+  readonly logLevel?: LogLevel;
+  /**
+   * CloudWatch namespace of the function's EMF metrics (`POWERTOOLS_METRICS_NAMESPACE`).
+   * @default 'TokenExchange'
+   */
+  readonly metricsNamespace?: string;
+  /**
+   * Function memory in MiB, 128 to 10240. CPU share grows with it, and TLS handshakes are CPU-bound.
+   * @default 256
+   */
+  readonly memorySize?: number;
+  /**
+   * Function timeout, whole seconds: longer than `upstreamTimeoutMs` (so a slow IdP gets the
+   * contract's 504 rather than a Lambda timeout) and under the HTTP API's 30 s integration limit.
+   * @default Duration.seconds(10)
+   */
+  readonly functionTimeout?: Duration;
+  /**
+   * Steady-state requests per second allowed on the `$default` stage before API Gateway answers 429.
+   * @default 50
+   */
+  readonly throttleRateLimit?: number;
+  /**
+   * Burst (token bucket size) allowed on the `$default` stage, a whole number of requests.
+   * @default 100
+   */
+  readonly throttleBurstLimit?: number;
+  /**
+   * Retention of the function's log group and of the API's access log group.
+   * @default RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: RetentionDays;
+  /**
+   * Reserved concurrency of the function: a ceiling on parallel exchanges (and on the load put on
+   * the IdPs) that also guarantees that much capacity.
+   * @default - none: the function shares the account's unreserved concurrency
+   */
+  readonly reservedConcurrency?: number;
+  /**
+   * Origins allowed to call the API from a browser (`https://app.example.com`, or `*` alone); the
+   * HTTP API then answers CORS preflights itself.
+   * @default - no CORS: the API is for servers, browsers cannot call it cross-origin
+   */
+  readonly corsOrigins?: readonly string[];
+  /**
+   * Set `NODE_OPTIONS=--enable-source-maps` so stack traces point into the TypeScript sources. Off by
+   * default: the service never logs a stack, and it costs cold-start time and memory on every start.
+   * The source map ships in the asset either way.
+   * @default false
+   */
+  readonly sourceMapStackTraces?: boolean;
+}
+
+/** The values the stack uses for props left out. */
+export const TOKEN_EXCHANGE_DEFAULTS = {
+  allowedTokenUrls: [] as readonly string[],
+  upstreamTimeoutMs: 5000,
+  tokenCache: false,
+  logLevel: 'INFO' as LogLevel,
+  metricsNamespace: 'TokenExchange',
+  memorySize: 256,
+  functionTimeout: Duration.seconds(10),
+  throttleRateLimit: 50,
+  throttleBurstLimit: 100,
+  logRetention: RetentionDays.ONE_MONTH,
+  sourceMapStackTraces: false,
+} as const;
+
+type Settings = Required<Omit<TokenExchangeStackProps, keyof StackProps | 'reservedConcurrency' | 'corsOrigins'>> &
+  Pick<TokenExchangeStackProps, 'reservedConcurrency' | 'corsOrigins'>;
+
+/**
+ * The token exchange service: one arm64 Node.js function behind an API Gateway HTTP API with the
+ * two token routes, JSON access logs and default-route throttling.
+ */
+export class TokenExchangeStack extends Stack {
+  /** The `$default` stage's URL, ending with `/`. */
+  public readonly apiUrl: string;
+  public readonly handler: NodejsFunction;
+
+  constructor(scope: Construct, id: string, props: TokenExchangeStackProps = {}) {
+    super(scope, id, props);
+    const settings = validateSettings({ ...TOKEN_EXCHANGE_DEFAULTS, ...withoutUndefined(props) });
+    const environment = functionEnvironment(settings);
+    assertFunctionWouldStart(environment);
+
+    const functionLogs = new LogGroup(this, 'FunctionLogs', { retention: settings.logRetention });
+    // Instead of AWSLambdaBasicExecutionRole (logs:CreateLogGroup and writes to every group in the
+    // account): the function may only write to its own log group.
+    const role = new Role(this, 'FunctionRole', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: 'Token exchange function: writes its own logs, nothing else',
+      inlinePolicies: {
+        WriteOwnLogs: new PolicyDocument({
+          statements: [
+            new PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [functionLogs.logGroupArn] }),
+          ],
+        }),
+      },
+    });
+
+    this.handler = new NodejsFunction(this, 'TokenFunction', {
+      description: 'OAuth 2.0 client-credentials token exchange',
+      entry: LAMBDA_ENTRY,
+      handler: 'handler',
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+      runtime: FUNCTION_RUNTIME,
+      architecture: Architecture.ARM_64,
+      memorySize: settings.memorySize,
+      timeout: settings.functionTimeout,
+      role,
+      logGroup: functionLogs,
+      environment,
+      reservedConcurrentExecutions: settings.reservedConcurrency,
+      bundling: bundlingOptions(),
+    });
+
+    const accessLogs = new LogGroup(this, 'AccessLogs', { retention: settings.logRetention });
+    const api = new HttpApi(this, 'Api', {
+      apiName: this.stackName,
+      description: 'OAuth 2.0 client-credentials token exchange',
+      createDefaultStage: false,
+      corsPreflight: settings.corsOrigins && {
+        allowOrigins: [...settings.corsOrigins],
+        allowMethods: [CorsHttpMethod.POST],
+        allowHeaders: ['content-type'],
+        maxAge: Duration.hours(1),
+      },
+    });
+    const stage = new HttpStage(this, 'DefaultStage', {
+      httpApi: api,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: { rateLimit: settings.throttleRateLimit, burstLimit: settings.throttleBurstLimit },
+      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs), format: ACCESS_LOG_FORMAT },
+    });
+
+    const integration = new HttpLambdaIntegration('TokenIntegration', this.handler, {
+      payloadFormatVersion: PayloadFormatVersion.VERSION_2_0,
+    });
+    for (const routePath of TOKEN_PATHS) api.addRoutes({ path: routePath, methods: [HttpMethod.POST], integration });
+
+    this.apiUrl = stage.url;
+    new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'Base URL of the HTTP API' });
+    new CfnOutput(this, 'TokenEndpointV1', { value: `${stage.url}v1/oauth/token`, description: 'POST client credentials here' });
+    new CfnOutput(this, 'TokenEndpoint', { value: `${stage.url}oauth/token`, description: 'Same operation, unversioned path' });
+
+    Tags.of(this).add('service', 'token-exchange');
+    acknowledgeInapplicableRules(api);
+  }
+}
+
+const PROJECT_ROOT = path.join(__dirname, '..');
+
+// One JSON object per request: who called which route, what came back, and what the function and
+// API Gateway reported. No headers, query or body, so nothing a caller sent can leak into the logs.
+const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
+  JSON.stringify({
+    requestId: '$context.requestId',
+    requestTime: '$context.requestTime',
+    sourceIp: '$context.identity.sourceIp',
+    userAgent: '$context.identity.userAgent',
+    protocol: '$context.protocol',
+    httpMethod: '$context.httpMethod',
+    routeKey: '$context.routeKey',
+    status: '$context.status',
+    responseLength: '$context.responseLength',
+    responseLatency: '$context.responseLatency',
+    integrationStatus: '$context.integration.status',
+    integrationLatency: '$context.integration.latency',
+    integrationError: '$context.integration.error',
+    errorMessage: '$context.error.message',
+  }),
+);
+
+/**
+ * NodejsFunction's bundling, derived from `lambdaBuildOptions` so the deployed bundle is the one the
+ * benchmarks and bundle tests build. Local esbuild only: synth never needs Docker.
+ */
+function bundlingOptions() {
+  const esbuild = lambdaBuildOptions('index.js');
+  return {
+    forceDockerBundling: false,
+    format: esbuild.format === 'cjs' ? OutputFormat.CJS : OutputFormat.ESM,
+    target: esbuild.target,
+    minify: esbuild.minify,
+    sourceMap: esbuild.sourcemap,
+    externalModules: [...esbuild.external],
+    logLevel: EsbuildLogLevel.WARNING,
+    // The alias keeps `debug` (and so `DEBUG=simple-oauth2*`, which prints the Basic header) out of the bundle.
+    esbuildArgs: Object.fromEntries(Object.entries(esbuild.alias).map(([name, target]) => [`--alias:${name}`, target])),
+  };
+}
+
+/** The contract's configuration variables, and the metrics namespace. Never `DEBUG`. */
+function functionEnvironment(settings: Settings): Record<string, string> {
+  return {
+    TOKEN_URL_ALLOWLIST: settings.allowedTokenUrls.join(','),
+    UPSTREAM_TIMEOUT_MS: String(settings.upstreamTimeoutMs),
+    TOKEN_CACHE: settings.tokenCache ? 'on' : 'off',
+    LOG_LEVEL: settings.logLevel,
+    POWERTOOLS_METRICS_NAMESPACE: settings.metricsNamespace,
+    ...(settings.sourceMapStackTraces ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
+  };
+}
+
+/** Refuse at synth what the function would refuse at its start: a deploy that can only fail. */
+function assertFunctionWouldStart(environment: Record<string, string>): void {
+  try {
+    loadConfig(environment);
+  } catch (error) {
+    throw new Error(`TokenExchangeStack: the function would not start: ${(error as Error).message}`);
+  }
+}
+
+function withoutUndefined<T extends object>(props: T): Partial<T> {
+  return Object.fromEntries(Object.entries(props).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+const RETENTION_DAYS: readonly number[] = Object.values(RetentionDays).filter((value): value is number => typeof value === 'number');
+// CloudWatch's rule for namespaces: 1-255 of these characters, not starting with `AWS/`.
+const METRICS_NAMESPACE = /^(?!AWS\/)(?=.*\S)[A-Za-z0-9.\-_/#: ]{1,255}$/;
+
+/** Check every setting; throws one error listing each problem with the prop's name. */
+function validateSettings(settings: Settings): Settings {
+  const problems: string[] = [];
+  const check = (ok: boolean, problem: string) => {
+    if (!ok) problems.push(problem);
+  };
+  const { upstreamTimeoutMs, functionTimeout } = settings;
+  const functionTimeoutMs = functionTimeout.toMilliseconds();
+
+  check(
+    Number.isInteger(upstreamTimeoutMs) && upstreamTimeoutMs >= 1 && upstreamTimeoutMs <= MAX_UPSTREAM_TIMEOUT_MS,
+    `upstreamTimeoutMs must be a whole number from 1 to ${MAX_UPSTREAM_TIMEOUT_MS}, got ${upstreamTimeoutMs}`,
+  );
+  check(functionTimeoutMs % 1000 === 0, `functionTimeout must be whole seconds, got ${functionTimeoutMs} ms`);
+  check(
+    functionTimeoutMs < HTTP_API_INTEGRATION_LIMIT.toMilliseconds(),
+    `functionTimeout must be under the HTTP API's 30 s integration limit, got ${functionTimeoutMs / 1000} s`,
+  );
+  check(
+    functionTimeoutMs > upstreamTimeoutMs,
+    `functionTimeout (${functionTimeoutMs / 1000} s) must be longer than upstreamTimeoutMs (${upstreamTimeoutMs} ms), or a slow IdP ends in a Lambda timeout instead of a 504`,
+  );
+  check(
+    Number.isInteger(settings.memorySize) && settings.memorySize >= 128 && settings.memorySize <= 10_240,
+    `memorySize must be a whole number of MiB from 128 to 10240, got ${settings.memorySize}`,
+  );
+  check(
+    Number.isFinite(settings.throttleRateLimit) && settings.throttleRateLimit > 0,
+    `throttleRateLimit must be a number of requests per second above 0, got ${settings.throttleRateLimit}`,
+  );
+  check(
+    Number.isInteger(settings.throttleBurstLimit) && settings.throttleBurstLimit >= 1,
+    `throttleBurstLimit must be a whole number of at least 1, got ${settings.throttleBurstLimit}`,
+  );
+  check(
+    RETENTION_DAYS.includes(settings.logRetention),
+    `logRetention must be one of ${RETENTION_DAYS.join(', ')} days, got ${settings.logRetention}`,
+  );
+  if (settings.reservedConcurrency !== undefined) {
+    check(
+      Number.isInteger(settings.reservedConcurrency) && settings.reservedConcurrency >= 1,
+      `reservedConcurrency must be a whole number of at least 1 when set, got ${settings.reservedConcurrency}`,
+    );
+  }
+  check(
+    (LOG_LEVELS as readonly string[]).includes(settings.logLevel),
+    `logLevel must be one of ${LOG_LEVELS.join(', ')}, got ${settings.logLevel}`,
+  );
+  check(
+    METRICS_NAMESPACE.test(settings.metricsNamespace),
+    `metricsNamespace must be 1-255 letters, digits, spaces or . - _ / # : and not start with AWS/, got "${settings.metricsNamespace}"`,
+  );
+  problems.push(...allowlistProblems(settings.allowedTokenUrls));
+  if (settings.corsOrigins !== undefined) problems.push(...corsProblems(settings.corsOrigins));
+
+  if (problems.length > 0) throw new Error(`Invalid TokenExchangeStack props:\n- ${problems.join('\n- ')}`);
+  return settings;
+}
+
+function allowlistProblems(entries: readonly string[]): string[] {
+  const problems: string[] = [];
+  for (const entry of entries) {
+    if (entry.trim() === '' || entry.includes(',')) {
+      problems.push(`allowedTokenUrls entries must be non-empty and contain no comma, got "${entry}"`);
+      continue;
+    }
+    try {
+      parseAllowlist(entry);
+    } catch (error) {
+      problems.push(`allowedTokenUrls: ${(error as Error).message.replace(/^Environment variable TOKEN_URL_ALLOWLIST has /, '')}`);
+    }
+  }
+  return problems;
+}
+
+function corsProblems(origins: readonly string[]): string[] {
+  if (origins.length === 0) return ['corsOrigins must list at least one origin when set (leave it out for no CORS)'];
+  if (origins.includes('*')) return origins.length === 1 ? [] : ['corsOrigins: "*" must be the only origin'];
+  return origins
+    .filter((origin) => !isOrigin(origin))
+    .map((origin) => `corsOrigins entries must be origins like https://app.example.com, got "${origin}"`);
+}
+
+function isOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === value;
+  } catch {
+    return false;
+  }
+}
+
+/** The AwsSolutions rules (cdk-nag) that cannot apply to a public token endpoint, each with its reason. */
+function acknowledgeInapplicableRules(api: HttpApi): void {
+  Validations.of(api).acknowledge({
+    id: 'AwsSolutions-APIG4',
+    reason:
+      'The token routes are the authentication step itself: callers present OAuth client credentials in the body and the IdP judges them; there is no caller identity an authorizer could check first.',
+  });
+}

@@ -1,0 +1,136 @@
+import { Duration, Token } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { HttpApi, HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpUrlIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { buildApp, propsFromContext } from '../../infra/app';
+import { newApp } from './stack-fixture';
+
+const reader =
+  (context: Record<string, unknown>) =>
+  (key: string): unknown =>
+    context[key];
+
+describe('propsFromContext', () => {
+  it('reads every prop from `-c key=value` strings', () => {
+    // Prepare
+    const context = {
+      allowedTokenUrls: 'https://login.example.com, https://*.auth0.com',
+      upstreamTimeoutMs: '8000',
+      tokenCache: 'on',
+      logLevel: 'warn',
+      metricsNamespace: 'Acme/TokenExchange',
+      memorySize: '512',
+      functionTimeoutSeconds: '12',
+      throttleRateLimit: '20.5',
+      throttleBurstLimit: '40',
+      logRetentionDays: '90',
+      reservedConcurrency: '10',
+      corsOrigins: 'https://app.example.com',
+      sourceMapStackTraces: 'true',
+    };
+
+    // Act
+    const props = propsFromContext(reader(context));
+
+    // Assess
+    expect({ ...props, functionTimeout: props.functionTimeout?.toSeconds() }).toEqual({
+      allowedTokenUrls: ['https://login.example.com', 'https://*.auth0.com'],
+      upstreamTimeoutMs: 8000,
+      tokenCache: true,
+      logLevel: 'WARN',
+      metricsNamespace: 'Acme/TokenExchange',
+      memorySize: 512,
+      functionTimeout: 12,
+      throttleRateLimit: 20.5,
+      throttleBurstLimit: 40,
+      logRetention: RetentionDays.THREE_MONTHS,
+      reservedConcurrency: 10,
+      corsOrigins: ['https://app.example.com'],
+      sourceMapStackTraces: true,
+    });
+  });
+
+  it('reads JSON values as cdk.json holds them', () => {
+    const props = propsFromContext(reader({ allowedTokenUrls: ['https://login.example.com'], memorySize: 1024, tokenCache: false }));
+
+    expect(props).toMatchObject({ allowedTokenUrls: ['https://login.example.com'], memorySize: 1024, tokenCache: false });
+  });
+
+  it('leaves out what the context does not set (or sets empty), so the stack defaults apply', () => {
+    const props = propsFromContext(reader({ logLevel: '', corsOrigins: ' ' }));
+
+    expect(Object.values(props).filter((value) => value !== undefined)).toEqual([]);
+  });
+
+  it.each([
+    ['memorySize', 'lots', /Context key "memorySize" must be a number, got "lots"/],
+    ['upstreamTimeoutMs', '5s', /Context key "upstreamTimeoutMs" must be a number, got "5s"/],
+    ['tokenCache', 'yes', /Context key "tokenCache" must be on\/off or true\/false, got "yes"/],
+    ['corsOrigins', [1, 2], /Context key "corsOrigins" must be a comma-separated string or an array of strings/],
+    ['logLevel', 3, /Context key "logLevel" must be a string, got 3/],
+  ])('names the key when %s is malformed', (key, value, message) => {
+    const act = () => propsFromContext(reader({ [key]: value }));
+
+    expect(act).toThrow(message);
+  });
+});
+
+describe('buildApp', () => {
+  const saved = { account: process.env.CDK_DEPLOY_ACCOUNT, region: process.env.CDK_DEPLOY_REGION };
+  afterEach(() => {
+    for (const [name, value] of [
+      ['CDK_DEPLOY_ACCOUNT', saved.account],
+      ['CDK_DEPLOY_REGION', saved.region],
+    ] as const) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  });
+
+  it('names the stack from context and passes the context on as props', () => {
+    const app = newApp({ bundle: false, context: { stackName: 'AcmeTokens', memorySize: '1024', functionTimeoutSeconds: '15' } });
+
+    const stack = buildApp(app);
+
+    expect(stack.stackName).toBe('AcmeTokens');
+    Template.fromStack(stack).hasResourceProperties('AWS::Lambda::Function', { MemorySize: 1024, Timeout: 15 });
+    expect(stack.handler.timeout).toEqual(Duration.seconds(15));
+  });
+
+  it('synthesizes with the AwsSolutions checks passing', () => {
+    const app = newApp({ bundle: false });
+    buildApp(app);
+
+    const act = () => app.synth();
+
+    expect(act).not.toThrow();
+  });
+
+  it('fails synth when the AwsSolutions checks find something unacknowledged', () => {
+    // Prepare: an unauthorized route the stack did not acknowledge
+    const app = newApp({ bundle: false });
+    const stack = buildApp(app);
+    const extra = new HttpApi(stack, 'Unreviewed', { createDefaultStage: false });
+    extra.addRoutes({ path: '/open', methods: [HttpMethod.GET], integration: new HttpUrlIntegration('Url', 'https://idp.example.com/') });
+
+    // Act
+    const act = () => app.synth();
+
+    // Assess
+    expect(act).toThrow(/AwsSolutions-APIG4/);
+  });
+
+  it('is environment-agnostic unless CDK_DEPLOY_ACCOUNT and CDK_DEPLOY_REGION pin it', () => {
+    delete process.env.CDK_DEPLOY_ACCOUNT;
+    delete process.env.CDK_DEPLOY_REGION;
+    const agnostic = buildApp(newApp({ bundle: false }));
+    process.env.CDK_DEPLOY_ACCOUNT = '123456789012';
+    process.env.CDK_DEPLOY_REGION = 'eu-west-1';
+    const pinned = buildApp(newApp({ bundle: false }));
+
+    expect(Token.isUnresolved(agnostic.region)).toBe(true);
+    expect(Token.isUnresolved(agnostic.account)).toBe(true);
+    expect([pinned.account, pinned.region]).toEqual(['123456789012', 'eu-west-1']);
+  });
+});

@@ -1,0 +1,109 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
+import { lambdaBuildOptions } from '../../infra/bundling';
+import { startTokenServer, type TokenServer } from '../support/token-server';
+import { synthesize } from './stack-fixture';
+
+const run = promisify(execFile);
+
+const CLIENT_ID = 'bundle-test-client';
+const CLIENT_SECRET = 'bundle-test-secret-1f3c';
+const BASIC_CREDENTIALS = Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString('base64');
+
+let assemblyDir: string;
+let assetDir: string;
+let scratch: string;
+let server: TokenServer;
+
+beforeAll(async () => {
+  const { app } = synthesize({}, { bundle: true });
+  const assembly = app.synth();
+  assemblyDir = assembly.directory;
+  const assets = readdirSync(assembly.directory).filter((name) => name.startsWith('asset.'));
+  expect(assets).toHaveLength(1);
+  assetDir = path.join(assembly.directory, assets[0] as string);
+  scratch = mkdtempSync(path.join(tmpdir(), 'bundle-test-'));
+  server = await startTokenServer();
+}, 60_000);
+
+afterAll(async () => {
+  await server?.close();
+  for (const dir of [scratch, assemblyDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const readAsset = (name: string): string => readFileSync(path.join(assetDir, name), 'utf8');
+const sourcesOf = (map: string): string[] => (JSON.parse(map) as { sources: string[] }).sources;
+
+/**
+ * Loads a bundle in a fresh Node.js process with `DEBUG=*`, as the Lambda runtime would with that
+ * variable set, and sends one token request to the local token server through its handler.
+ */
+async function exchangeThroughBundle(bundle: string): Promise<{ output: string; statusCode: number }> {
+  const event = {
+    version: '2.0',
+    routeKey: 'POST /v1/oauth/token',
+    rawPath: '/v1/oauth/token',
+    rawQueryString: '',
+    headers: { 'content-type': 'application/json' },
+    requestContext: { requestId: 'bundle-test', http: { method: 'POST', path: '/v1/oauth/token' } },
+    isBase64Encoded: false,
+    body: JSON.stringify({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, access_token_url: `${server.origin}/token` }),
+  };
+  const driver = `require(${JSON.stringify(bundle)}).handler(${JSON.stringify(event)}, { awsRequestId: 'bundle-test' })
+    .then((result) => { process.stdout.write('\\nSTATUS ' + result.statusCode + '\\n'); process.exit(0); });`;
+  const { stdout, stderr } = await run(process.execPath, ['-e', driver], {
+    env: { PATH: process.env.PATH, DEBUG: '*', LOG_LEVEL: 'DEBUG', TOKEN_URL_ALLOWLIST: server.origin },
+    timeout: 20_000,
+  });
+  const status = /\nSTATUS (\d+)\n/.exec(stdout);
+  return { output: stdout + stderr, statusCode: Number(status?.[1]) };
+}
+
+describe('the function bundle NodejsFunction builds', () => {
+  it('is one minified file beside its source map', () => {
+    const files = readdirSync(assetDir).sort();
+    const code = readAsset('index.js');
+
+    expect(files).toEqual(['index.js', 'index.js.map']);
+    expect(code.trimEnd().endsWith('//# sourceMappingURL=index.js.map')).toBe(true);
+    expect(code.split('\n').length).toBeLessThan(100);
+  });
+
+  it('is byte for byte what lambdaBuildOptions builds (the bundle benchmarks and tests use)', async () => {
+    const outfile = path.join(scratch, 'reference', 'index.js');
+    await build(lambdaBuildOptions(outfile));
+
+    expect(readAsset('index.js')).toBe(readFileSync(outfile, 'utf8'));
+  });
+
+  it('holds lambda/silent-debug.ts in place of the debug package', () => {
+    const sources = sourcesOf(readAsset('index.js.map'));
+
+    expect(sources.filter((source) => /(^|\/)node_modules\/debug\//.test(source))).toEqual([]);
+    expect(sources).toContainEqual(expect.stringMatching(/(^|\/)lambda\/silent-debug\.ts$/));
+  });
+
+  it('answers a token request without printing the client secret, even with DEBUG=* set', async () => {
+    const { output, statusCode } = await exchangeThroughBundle(path.join(assetDir, 'index.js'));
+
+    expect(statusCode).toBe(200);
+    expect(output).toContain('"message":"token request"');
+    expect(server.received.at(-1)?.headers.authorization).toBe(`Basic ${BASIC_CREDENTIALS}`);
+    expect(output).not.toContain(BASIC_CREDENTIALS);
+    expect(output).not.toContain(CLIENT_SECRET);
+  });
+
+  it('would print the Basic header under DEBUG=* without the alias (what the alias prevents)', async () => {
+    const outfile = path.join(scratch, 'unaliased', 'index.js');
+    await build({ ...lambdaBuildOptions(outfile), alias: {} });
+
+    const { output, statusCode } = await exchangeThroughBundle(outfile);
+
+    expect(statusCode).toBe(200);
+    expect(output).toContain(BASIC_CREDENTIALS);
+  });
+});

@@ -5,6 +5,10 @@ import ipaddr from 'ipaddr.js';
 // reach, so 64:ff9b::7f00:1 is 127.0.0.1 in disguise. The local-use prefix 64:ff9b:1::/48 (RFC 8215)
 // only ever leads inside the network, so it is never public.
 const NAT64_WELL_KNOWN = ipaddr.parseCIDR('64:ff9b::/96');
+// Only 2000::/3 is global unicast (RFC 4291 2.4). ipaddr.js files the rest of the unassigned space,
+// including the deprecated IPv4-compatible form ::a.b.c.d that URL parsers produce from
+// `[::127.0.0.1]`, under plain "unicast".
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 
 /**
  * True only for a globally routable unicast address. Everything ipaddr.js files under another
@@ -25,6 +29,7 @@ export function isPublicUnicast(address: string): boolean {
       parsed = new ipaddr.IPv4(bytes);
     }
   }
+  if (parsed.kind() === 'ipv6' && !(parsed as ipaddr.IPv6).match(GLOBAL_UNICAST_V6)) return false;
   return parsed.range() === 'unicast';
 }
 

@@ -40,6 +40,21 @@ export const invalidRequest = (description: string): ExchangeError => new Exchan
 /** 403 for a token URL the policy refuses; the description says which rule, never more. */
 export const tokenUrlNotAllowed = (description: string): ExchangeError => new ExchangeError('token_url_not_allowed', description);
 
+/**
+ * An error and what it wraps, outermost first. Wreck either boomifies a socket's own error in place
+ * (keeping its class and code) or wraps it in a new Boom's `data`; other errors chain through `cause`.
+ */
+export function causeChain(error: unknown): object[] {
+  const chain: object[] = [];
+  let current: unknown = error;
+  while (typeof current === 'object' && current !== null && chain.length < 5 && !chain.includes(current)) {
+    chain.push(current);
+    const link = current as { isBoom?: unknown; data?: unknown; cause?: unknown };
+    current = link.isBoom === true ? link.data : link.cause;
+  }
+  return chain;
+}
+
 // Fixed texts: the caller learns the category, never the IdP's answer or an internal message.
 export const UNAUTHORIZED_DESCRIPTION = 'Unauthorized credentials provided';
 export const UPSTREAM_ERROR_DESCRIPTION = 'The identity provider could not be reached or gave an unusable answer';

@@ -5,6 +5,7 @@ import type { AccessToken, Token } from 'simple-oauth2';
 import { Client } from 'simple-oauth2/lib/client';
 import ClientCredentialsGrantType from 'simple-oauth2/lib/client-credentials-grant-type';
 import {
+  causeChain,
   ExchangeError,
   tokenUrlNotAllowed,
   UNAUTHORIZED_DESCRIPTION,
@@ -177,21 +178,19 @@ function checkAnswer(answer: unknown, attempt: UpstreamAttempt): IdpToken {
 }
 
 /**
- * Classify by what happened on the wire, never by simple-oauth2's Boom status alone: it reports a
- * non-JSON answer as 406, a socket error as 502 and its own timeout as 504, whatever the IdP said.
+ * Classify by what happened on the wire, never by simple-oauth2's Boom status: it reports a non-JSON
+ * answer as 406, a socket error as 502 and its own timeout as 504, whatever the IdP said. The
+ * deadline is ours (its timer fires before wreck's backstop), so `timedOut` is the only timeout.
  */
 function classifyFailure(error: unknown, attempt: UpstreamAttempt): ExchangeError {
   if (attempt.timedOut) return new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION, { cause: error });
-  if (causes(error).some((cause) => cause instanceof AddressNotAllowedError)) {
+  if (causeChain(error).some((cause) => cause instanceof AddressNotAllowedError)) {
     const refusal = tokenUrlNotAllowed('access_token_url points to an address that is not allowed');
     return new ExchangeError(refusal.code, refusal.description, { cause: error });
   }
   const status = attempt.status;
   if (status !== undefined && status >= 400 && status < 500) {
     return new ExchangeError('unauthorized', UNAUTHORIZED_DESCRIPTION, { cause: error });
-  }
-  if (status === undefined && isBoom(error) && error.output.statusCode === 504) {
-    return new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION, { cause: error });
   }
   return upstreamError(status === undefined ? 'no answer' : `the IdP answered ${status}`, error);
 }
@@ -205,29 +204,5 @@ function upstreamError(reason: string, cause?: unknown): ExchangeError {
 // handler that could have issued a token twice in a way the caller would see.
 function isStaleSocket(error: unknown, attempt: UpstreamAttempt): boolean {
   if (attempt.timedOut || attempt.status !== undefined || !attempt.request?.reusedSocket) return false;
-  return causes(error).some((cause) => ['ECONNRESET', 'EPIPE', 'ECONNABORTED'].includes((cause as NodeJS.ErrnoException).code ?? ''));
-}
-
-interface BoomLike {
-  isBoom: true;
-  output: { statusCode: number };
-  data?: unknown;
-}
-
-function isBoom(error: unknown): error is BoomLike {
-  return typeof error === 'object' && error !== null && (error as { isBoom?: unknown }).isBoom === true;
-}
-
-/**
- * An error and what it wraps. Wreck either boomifies the socket's own error (keeping its class and
- * code) or wraps it in a new Boom's `data`; other errors chain through `cause`.
- */
-function causes(error: unknown): object[] {
-  const chain: object[] = [];
-  let current: unknown = error;
-  while (typeof current === 'object' && current !== null && chain.length < 5 && !chain.includes(current)) {
-    chain.push(current);
-    current = isBoom(current) ? current.data : (current as { cause?: unknown }).cause;
-  }
-  return chain;
+  return causeChain(error).some((cause) => ['ECONNRESET', 'EPIPE', 'ECONNABORTED'].includes((cause as NodeJS.ErrnoException).code ?? ''));
 }

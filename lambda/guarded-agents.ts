@@ -59,7 +59,9 @@ function guardedConnect(
     ...options,
     lookup: permittedLookup(permit, (options.lookup as Lookup) ?? dnsLookup),
   } as http.ClientRequestArgs) as Socket;
-  socket.once('connect', () => {
+  // First in line: tls.connect has already queued its handshake on 'connect', and a refused peer
+  // must not receive even a ClientHello.
+  socket.prependOnceListener('connect', () => {
     const remote = socket.remoteAddress;
     if (remote === undefined || !permit.allows(remote)) {
       socket.destroy(new AddressNotAllowedError(`connected to ${remote ?? 'an unknown address'}, which is not allowed`));

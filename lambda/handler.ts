@@ -3,7 +3,7 @@ import { type Config, loadConfig } from './config';
 import { ExchangeError } from './errors';
 import { exchangeToken, type IdpToken, type UpstreamReport } from './exchange';
 import { describeError, type Observability, powertoolsObservability, type RequestRecord } from './observability';
-import { errorResponse, jsonResponse, notFoundResponse } from './responses';
+import { errorResponse, jsonResponse, notFoundResponse, type Response } from './responses';
 import { isTokenRoute } from './routes';
 import { cacheKey, TokenCache } from './token-cache';
 import { parseTokenRequest } from './token-request';
@@ -26,7 +26,7 @@ export function createHandler(config: Config, observability: Observability = pow
     const started = performance.now();
     const upstream: UpstreamReport = {};
     const record: Partial<RequestRecord> = {};
-    let response: APIGatewayProxyStructuredResultV2;
+    let response: Response;
     try {
       const request = parseTokenRequest(event);
       const target = checkTokenUrl(request.accessTokenUrl, config.allowlist);
@@ -50,7 +50,7 @@ export function createHandler(config: Config, observability: Observability = pow
       requestId: context?.awsRequestId ?? event.requestContext?.requestId ?? '-',
       route: event.routeKey,
       outcome: record.outcome,
-      status: response.statusCode ?? 500,
+      status: response.statusCode,
       latencyMs: Math.round((performance.now() - started) * 10) / 10,
       ...(upstream.status === undefined ? {} : { idpStatus: upstream.status }),
       ...(upstream.latencyMs === undefined ? {} : { idpLatencyMs: upstream.latencyMs }),

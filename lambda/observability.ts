@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { LogLevel } from './config';
-import type { ErrorCode } from './errors';
+import { causeChain, type ErrorCode } from './errors';
 
 export const SERVICE_NAME = 'token-exchange';
 const DEFAULT_NAMESPACE = 'TokenExchange';
@@ -64,14 +64,9 @@ export function powertoolsObservability(logLevel: LogLevel, namespace = process.
 
 /** Name and codes along an error's cause chain: enough to find a bug, never a message that could hold input. */
 export function describeError(error: unknown): Pick<RequestRecord, 'errorName' | 'errorCodes'> {
-  const codes: string[] = [];
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string') codes.push(code);
-    const next = current as { cause?: unknown; data?: unknown; isBoom?: boolean };
-    current = next.isBoom ? next.data : next.cause;
-  }
+  const codes = causeChain(error)
+    .map((cause) => (cause as { code?: unknown }).code)
+    .filter((code): code is string => typeof code === 'string');
   const errorName = error instanceof Error ? error.name : typeof error;
   return codes.length > 0 ? { errorName, errorCodes: codes } : { errorName };
 }

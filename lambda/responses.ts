@@ -9,12 +9,11 @@ const HEADERS = {
   pragma: 'no-cache',
 } as const;
 
+/** A structured result (never the "simple response" form) whose status is always set. */
+export type Response = APIGatewayProxyStructuredResultV2 & { statusCode: number };
+
 /** A JSON answer with the contract's headers. */
-export function jsonResponse(
-  statusCode: number,
-  body: unknown,
-  extraHeaders: Record<string, string> = {},
-): APIGatewayProxyStructuredResultV2 {
+export function jsonResponse(statusCode: number, body: unknown, extraHeaders: Record<string, string> = {}): Response {
   return { statusCode, headers: { ...HEADERS, ...extraHeaders }, body: JSON.stringify(body) };
 }
 
@@ -22,12 +21,12 @@ export function jsonResponse(
  * The one place an error becomes a response: an {@link ExchangeError} shows its code and fixed
  * description; anything else is a bug and becomes a bare 500, its message never sent.
  */
-export function errorResponse(error: unknown): APIGatewayProxyStructuredResultV2 {
+export function errorResponse(error: unknown): Response {
   const known = error instanceof ExchangeError ? error : new ExchangeError('internal_error', INTERNAL_ERROR_DESCRIPTION);
   return jsonResponse(known.statusCode, { code: known.code, description: known.description });
 }
 
 /** API Gateway's own answer for a route it does not have; the local server gives the same. */
-export function notFoundResponse(): APIGatewayProxyStructuredResultV2 {
+export function notFoundResponse(): Response {
   return jsonResponse(404, { message: 'Not Found' });
 }

@@ -33,7 +33,7 @@ type Fields = Partial<Record<Field, unknown>>;
  */
 export function parseTokenRequest(event: Pick<APIGatewayProxyEventV2, 'body' | 'isBase64Encoded' | 'headers'>): TokenRequest {
   const body = decodeBody(event.body, event.isBase64Encoded);
-  const mediaType = (headerValue(event.headers, 'content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  const mediaType = mediaTypeOf(headerValue(event.headers, 'content-type') ?? '');
   let fields: Fields;
   if (mediaType === '' || mediaType === 'application/json') {
     fields = readJson(body);
@@ -43,6 +43,12 @@ export function parseTokenRequest(event: Pick<APIGatewayProxyEventV2, 'body' | '
     throw invalidRequest('content-type must be application/json or application/x-www-form-urlencoded');
   }
   return validate(fields);
+}
+
+/** `application/json; charset=utf-8` -> `application/json` */
+function mediaTypeOf(contentType: string): string {
+  const semicolon = contentType.indexOf(';');
+  return (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
 }
 
 function decodeBody(body: string | undefined, isBase64Encoded: boolean | undefined): string {

@@ -56,21 +56,21 @@ function parseEntry(text: string): AllowlistEntry {
   const fail = (why: string): never => {
     throw new Error(`Environment variable TOKEN_URL_ALLOWLIST has an invalid entry "${text}": ${why}`);
   };
-  const match = /^(https?):\/\/(\*\.)?(.*)$/i.exec(text);
-  if (!match) return fail('it must start with https:// or http://');
-  const [, scheme = '', star, rest = ''] = match;
+  // `*` is not a URL host character everywhere, so the wildcard is taken off before parsing.
+  const wildcard = /^https?:\/\/\*\./i.test(text);
   let url: URL;
   try {
-    url = new URL(`${scheme.toLowerCase()}://${rest}`);
+    url = new URL(wildcard ? text.replace('*.', '') : text);
   } catch {
     return fail('it is not a URL');
   }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') fail('it must start with https:// or http://');
   if (url.username || url.password) fail('user-info is not allowed');
   if (url.search || url.hash || text.includes('?') || text.includes('#')) fail('query and fragment are not allowed');
   const host = stripBrackets(url.hostname);
-  const wildcard = star !== undefined;
   if (wildcard && (isIP(host) !== 0 || !host.includes('.'))) fail('*. must precede a domain with at least two labels');
   if (host.split('.').some((label) => label === '')) fail('the host has an empty label');
+  if (host.includes('*')) fail('* is only allowed as the leading *. of a wildcard entry');
   const protocol = url.protocol as AllowlistEntry['protocol'];
   return {
     text,
@@ -116,6 +116,8 @@ export function checkTokenUrl(raw: string, allowlist: readonly AllowlistEntry[])
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     throw tokenUrlNotAllowed('access_token_url must use https');
   }
+  // An `@` anywhere is refused, not only in the authority: it is where URL parsers disagree about
+  // the host (`https://good.example?@127.0.0.1`), and token URLs have no use for it.
   if (url.username !== '' || url.password !== '' || raw.includes('@')) {
     throw tokenUrlNotAllowed('access_token_url must not contain user-info');
   }
@@ -154,9 +156,13 @@ function matches(entry: AllowlistEntry, url: URL, host: string): boolean {
 }
 
 // A prefix matches at a segment boundary: `/oauth2` admits `/oauth2` and `/oauth2/token`, not
-// `/oauth2-admin`, which a plain string prefix would let through.
+// `/oauth2-admin`, which a plain string prefix would let through. Under a prefix an encoded `/` or
+// `\` is refused: a server or proxy that decodes it before resolving `..` would turn
+// `/oauth2/..%2fadmin` into `/admin`.
 function pathStartsWith(path: string, prefix: string): boolean {
-  if (prefix === '/' || path === prefix) return true;
+  if (prefix === '/') return true;
+  if (/%2f|%5c/i.test(path)) return false;
+  if (path === prefix) return true;
   const withSlash = prefix.endsWith('/') ? prefix : `${prefix}/`;
   return path.startsWith(withSlash);
 }

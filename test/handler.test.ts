@@ -646,3 +646,42 @@ describe('500 internal_error', () => {
     expect(result.statusCode).toBe(200);
   });
 });
+
+describe('events made by hand', () => {
+  it('reads a body as JSON when the event has no headers at all', async () => {
+    const event = tokenEvent(request());
+    event.headers = undefined as unknown as typeof event.headers;
+
+    const result = await handle(event);
+
+    expect(result.statusCode).toBe(200);
+  });
+
+  it('reads the content type whatever the case of its header name', async () => {
+    const event = tokenEvent(new URLSearchParams(request() as Record<string, string>).toString(), { contentType: null });
+    event.headers['Content-Type'] = 'application/x-www-form-urlencoded';
+
+    const result = await handle(event);
+
+    expect(result.statusCode).toBe(200);
+  });
+
+  it('answers 404 for an event with neither a token route key nor a request context', async () => {
+    const event = tokenEvent(request());
+    event.routeKey = '$default';
+    event.requestContext = undefined as unknown as typeof event.requestContext;
+
+    const result = await handle(event);
+
+    expect(result.statusCode).toBe(404);
+  });
+
+  it('logs "-" as the request id when neither the context nor the event has one', async () => {
+    const event = tokenEvent(request());
+    event.requestContext = undefined as unknown as typeof event.requestContext;
+
+    await handle(event);
+
+    expect(observed.records[0]?.requestId).toBe('-');
+  });
+});

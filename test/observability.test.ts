@@ -86,6 +86,52 @@ describe('structured logs and EMF metrics', () => {
     expect(emf).toMatchObject({ outcome: 'unauthorized', Requests: 1 });
   });
 
+  it('logs a 5xx from the IdP at WARN, a bug at ERROR with its class name, and counts cache hits', async () => {
+    // Prepare
+    const config = loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, TOKEN_CACHE: 'on' });
+    const body = { client_id: 'a', client_secret: SECRET, access_token_url: `${server.origin}/token` };
+    const [entry] = config.allowlist;
+    if (!entry) throw new Error('the allowlist should have one entry');
+    const broken = {
+      ...config,
+      allowlist: [
+        {
+          ...entry,
+          permit: {
+            key: 'broken',
+            allows: (): boolean => {
+              throw Object.assign(new RangeError(`bug near ${SECRET}`), { code: 'ERR_BUG' });
+            },
+          },
+        },
+      ],
+    };
+
+    // Act
+    const lines = await captureOutput(async () => {
+      const handle = createHandler(config, powertoolsObservability('INFO'));
+      server.answer(json(503, { error: 'down' }));
+      await handle(tokenEvent(body));
+      server.answer(json(200, DEMO_TOKEN));
+      await handle(tokenEvent(body));
+      await handle(tokenEvent(body));
+      await createHandler(broken, powertoolsObservability('INFO'))(tokenEvent(body));
+    });
+
+    // Assess
+    const logs = parse(lines).filter((line) => line.message === 'token request');
+    expect(logs.map((line) => [line.level, line.outcome, line.cache])).toEqual([
+      ['WARN', 'upstream_error', undefined],
+      ['INFO', 'ok', 'miss'],
+      ['INFO', 'ok', 'hit'],
+      ['ERROR', 'internal_error', undefined],
+    ]);
+    expect(logs[3]).toMatchObject({ error_name: 'RangeError', error_codes: ['ERR_BUG'] });
+    const hits = parse(lines).filter((line) => line.CacheHits === 1);
+    expect(hits).toHaveLength(1);
+    expect(lines.join('\n')).not.toContain(SECRET);
+  });
+
   it('never writes a secret, a token, an Authorization header or a request body at any level', async () => {
     // Prepare: the most verbose level, and every kind of outcome
     const handle = createHandler(

@@ -685,3 +685,29 @@ describe('events made by hand', () => {
     expect(observed.records[0]?.requestId).toBe('-');
   });
 });
+
+describe('403 token_url_not_allowed at connect time', () => {
+  it('answers 403 when the agent refuses the address the policy let through, and sends nothing', async () => {
+    // Prepare: a permit that says yes to the policy's check and no to the agent's, as when a name
+    // passes the policy and then resolves to an internal address
+    const config = loadConfig({ TOKEN_URL_ALLOWLIST: server.origin });
+    const [entry] = config.allowlist;
+    if (!entry) throw new Error('the allowlist should have one entry');
+    let answers = 0;
+    const allowsOnce = { key: 'allows-once', allows: (): boolean => ++answers === 1 };
+    handle = createHandler({ ...config, allowlist: [{ ...entry, permit: allowsOnce }] }, observed);
+    const connectionsBefore = server.connections;
+
+    // Act
+    const result = await handle(tokenEvent(request()));
+
+    // Assess
+    expect(result.statusCode).toBe(403);
+    expect(bodyOf(result)).toStrictEqual({
+      code: 'token_url_not_allowed',
+      description: 'access_token_url points to an address that is not allowed',
+    });
+    expect(server.connections).toBe(connectionsBefore);
+    expect(server.received).toHaveLength(0);
+  });
+});

@@ -1,0 +1,26 @@
+// One linter (ESLint with typescript-eslint) and one formatter (Prettier, `npm run format`).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'cdk.out/', 'coverage/', 'dist/', 'scratch/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: {
+      globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', process: 'readonly', console: 'readonly' },
+    },
+    rules: {
+      '@typescript-eslint/no-non-null-assertion': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      eqeqeq: ['error', 'always'],
+    },
+  },
+  {
+    // Tests load modules without types (simple-oauth2's internals, joi), and bench workers the
+    // bundle under measurement, with require.
+    files: ['test/**/*.ts', 'bench/workers/*.ts', 'jest.config.js'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+);

@@ -85,6 +85,10 @@ function readJson(body: string): Fields {
 }
 
 function readForm(body: string): Fields {
+  // `curl -d '{...}'` sends JSON labelled as a form; say so rather than report every field missing.
+  if (body.trimStart().startsWith('{')) {
+    throw invalidRequest('The body is JSON but its content-type is application/x-www-form-urlencoded: send content-type: application/json');
+  }
   const params = new URLSearchParams(body);
   const fields: Fields = {};
   for (const field of FIELDS) {

@@ -711,3 +711,12 @@ describe('403 token_url_not_allowed at connect time', () => {
     expect(server.received).toHaveLength(0);
   });
 });
+
+describe('a JSON body labelled as a form', () => {
+  it('says the content type is wrong instead of reporting every field missing', async () => {
+    const result = await handle(tokenEvent(request(), { contentType: 'application/x-www-form-urlencoded' }));
+
+    expect(result.statusCode).toBe(400);
+    expect(bodyOf(result).description).toContain('content-type: application/json');
+  });
+});

@@ -263,7 +263,7 @@ describe('npm start (local/server.ts)', () => {
     expect(await exitWithin(local(), STOP_TIMEOUT_MS)).toBe(0);
   });
 
-  it('logs one JSON line per handled request, with its request id, outcome and status, and never a secret', () => {
+  it('logs one JSON line and one EMF metrics line per handled request, with its request id, outcome and status, and never a secret', () => {
     // Prepare
     const { text: banner } = local().banner;
     const afterBanner = local()
@@ -272,8 +272,14 @@ describe('npm start (local/server.ts)', () => {
     const lines = afterBanner.split('\n').filter((line) => line.trim() !== '');
 
     // Assess
-    const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const parsed = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const records = parsed.filter((line) => line.message === 'token request');
+    const metrics = parsed.filter((line) => '_aws' in line);
+    expect(records.length + metrics.length).toBe(parsed.length);
     expect(records.map((record) => ({ requestId: record.request_id, status: record.status }))).toEqual(handled);
+    expect(metrics.map((metric) => ({ outcome: metric.outcome, requests: metric.Requests }))).toEqual(
+      records.map((record) => ({ outcome: record.outcome, requests: 1 })),
+    );
     for (const record of records) expect(record.outcome).toEqual(expect.any(String));
     // DEBUG=* is set for the child: simple-oauth2 would print the form body and the Basic header.
     const basic = JSON.parse(local().banner.curl.body) as { client_id: string; client_secret: string };

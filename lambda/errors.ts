@@ -38,7 +38,8 @@ export class ExchangeError extends Error {
 export const invalidRequest = (description: string): ExchangeError => new ExchangeError('invalid_request', description);
 
 /** 403 for a token URL the policy refuses; the description says which rule, never more. */
-export const tokenUrlNotAllowed = (description: string): ExchangeError => new ExchangeError('token_url_not_allowed', description);
+export const tokenUrlNotAllowed = (description: string, cause?: unknown): ExchangeError =>
+  new ExchangeError('token_url_not_allowed', description, { cause });
 
 /**
  * An error and what it wraps, outermost first. Wreck either boomifies a socket's own error in place
@@ -54,6 +55,9 @@ export function causeChain(error: unknown): object[] {
   }
   return chain;
 }
+
+/** The refusal of an address, whether the policy sees it in the URL or the agent at connect time. */
+export const ADDRESS_NOT_ALLOWED_DESCRIPTION = 'access_token_url points to an address that is not allowed';
 
 // Fixed texts: the caller learns the category, never the IdP's answer or an internal message.
 export const UNAUTHORIZED_DESCRIPTION = 'Unauthorized credentials provided';

@@ -5,6 +5,7 @@ import type { AccessToken, Token } from 'simple-oauth2';
 import { Client } from 'simple-oauth2/lib/client';
 import ClientCredentialsGrantType from 'simple-oauth2/lib/client-credentials-grant-type';
 import {
+  ADDRESS_NOT_ALLOWED_DESCRIPTION,
   causeChain,
   ExchangeError,
   tokenUrlNotAllowed,
@@ -185,8 +186,7 @@ function checkAnswer(answer: unknown, attempt: UpstreamAttempt): IdpToken {
 function classifyFailure(error: unknown, attempt: UpstreamAttempt): ExchangeError {
   if (attempt.timedOut) return new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION, { cause: error });
   if (causeChain(error).some((cause) => cause instanceof AddressNotAllowedError)) {
-    const refusal = tokenUrlNotAllowed('access_token_url points to an address that is not allowed');
-    return new ExchangeError(refusal.code, refusal.description, { cause: error });
+    return tokenUrlNotAllowed(ADDRESS_NOT_ALLOWED_DESCRIPTION, error);
   }
   const status = attempt.status;
   if (status !== undefined && status >= 400 && status < 500) {
@@ -200,8 +200,8 @@ function upstreamError(reason: string, cause?: unknown): ExchangeError {
 }
 
 // A kept-alive socket the IdP closed while the function was frozen fails on first use with a
-// reset before any answer. Retrying once on a fresh socket is safe: nothing reached the IdP's
-// handler that could have issued a token twice in a way the caller would see.
+// reset before any answer. Retrying on a fresh socket is safe even if the first request did reach
+// the IdP: a client-credentials token issued twice only leaves one unused.
 function isStaleSocket(error: unknown, attempt: UpstreamAttempt): boolean {
   if (attempt.timedOut || attempt.status !== undefined || !attempt.request?.reusedSocket) return false;
   return causeChain(error).some((cause) => ['ECONNRESET', 'EPIPE', 'ECONNABORTED'].includes((cause as NodeJS.ErrnoException).code ?? ''));

@@ -71,7 +71,7 @@ function guardedConnect(
 }
 
 // Keep-alive across warm invocations saves a TCP and TLS handshake per request. Idle sockets are
-// dropped after FREE_SOCKET_TIMEOUT_MS, well before IdPs and load balancers close theirs (60 s and
+// dropped after 15 s idle (the `timeout` below), well before IdPs and load balancers close theirs (60 s and
 // more), so a reused socket is rarely a dead one; exchange.ts retries the rare one that is.
 const AGENT_OPTIONS = { keepAlive: true, timeout: 15_000, maxFreeSockets: 16, scheduling: 'lifo' } as const;
 

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { canonicalAddress, isLoopback, isPublicUnicast } from './address-ranges';
-import { invalidRequest, tokenUrlNotAllowed } from './errors';
+import { ADDRESS_NOT_ALLOWED_DESCRIPTION, invalidRequest, tokenUrlNotAllowed } from './errors';
 
 /**
  * Which addresses a connection for one token URL may reach. The policy decides it from the URL and
@@ -138,10 +138,10 @@ export function checkTokenUrl(raw: string, allowlist: readonly AllowlistEntry[])
 
   // Refuse what is refusable before any socket exists; names are resolved and checked by the agent.
   if (isIP(host) !== 0 && !permit.allows(host)) {
-    throw tokenUrlNotAllowed('access_token_url points to an address that is not allowed');
+    throw tokenUrlNotAllowed(ADDRESS_NOT_ALLOWED_DESCRIPTION);
   }
   if (permit === PUBLIC_ONLY && (host === 'localhost' || host.endsWith('.localhost'))) {
-    throw tokenUrlNotAllowed('access_token_url points to an address that is not allowed');
+    throw tokenUrlNotAllowed(ADDRESS_NOT_ALLOWED_DESCRIPTION);
   }
   return { url, permit };
 }

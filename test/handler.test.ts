@@ -3,6 +3,7 @@ import { createServer as createTcpServer } from 'node:net';
 import { loadConfig } from '../lambda/config';
 import { destroyAgents } from '../lambda/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
+import { withPermit } from './support/configs';
 import { bodyOf, formEvent, recordingObservability, tokenEvent } from './support/events';
 import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
 
@@ -604,23 +605,9 @@ describe('504 upstream_timeout', () => {
 describe('500 internal_error', () => {
   it('answers a bug with a generic body, and logs its class name without its message', async () => {
     // Prepare: a permit that breaks, standing in for any unexpected exception
-    const config = loadConfig({ TOKEN_URL_ALLOWLIST: server.origin });
-    const [entry] = config.allowlist;
-    if (!entry) throw new Error('the allowlist should have one entry');
-    const broken = {
-      ...config,
-      allowlist: [
-        {
-          ...entry,
-          permit: {
-            key: 'broken',
-            allows: (): boolean => {
-              throw new TypeError(`bug near ${SECRET}`);
-            },
-          },
-        },
-      ],
-    };
+    const broken = withPermit(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), 'broken', () => {
+      throw new TypeError(`bug near ${SECRET}`);
+    });
     handle = createHandler(broken, observed);
 
     // Act
@@ -690,12 +677,11 @@ describe('403 token_url_not_allowed at connect time', () => {
   it('answers 403 when the agent refuses the address the policy let through, and sends nothing', async () => {
     // Prepare: a permit that says yes to the policy's check and no to the agent's, as when a name
     // passes the policy and then resolves to an internal address
-    const config = loadConfig({ TOKEN_URL_ALLOWLIST: server.origin });
-    const [entry] = config.allowlist;
-    if (!entry) throw new Error('the allowlist should have one entry');
     let answers = 0;
-    const allowsOnce = { key: 'allows-once', allows: (): boolean => ++answers === 1 };
-    handle = createHandler({ ...config, allowlist: [{ ...entry, permit: allowsOnce }] }, observed);
+    handle = createHandler(
+      withPermit(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), 'allows-once', () => ++answers === 1),
+      observed,
+    );
     const connectionsBefore = server.connections;
 
     // Act

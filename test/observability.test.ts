@@ -2,6 +2,7 @@ import { loadConfig } from '../lambda/config';
 import { destroyAgents } from '../lambda/guarded-agents';
 import { createHandler } from '../lambda/handler';
 import { powertoolsObservability } from '../lambda/observability';
+import { withPermit } from './support/configs';
 import { tokenEvent } from './support/events';
 import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
 
@@ -90,22 +91,9 @@ describe('structured logs and EMF metrics', () => {
     // Prepare
     const config = loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, TOKEN_CACHE: 'on' });
     const body = { client_id: 'a', client_secret: SECRET, access_token_url: `${server.origin}/token` };
-    const [entry] = config.allowlist;
-    if (!entry) throw new Error('the allowlist should have one entry');
-    const broken = {
-      ...config,
-      allowlist: [
-        {
-          ...entry,
-          permit: {
-            key: 'broken',
-            allows: (): boolean => {
-              throw Object.assign(new RangeError(`bug near ${SECRET}`), { code: 'ERR_BUG' });
-            },
-          },
-        },
-      ],
-    };
+    const broken = withPermit(config, 'broken', () => {
+      throw Object.assign(new RangeError(`bug near ${SECRET}`), { code: 'ERR_BUG' });
+    });
 
     // Act
     const lines = await captureOutput(async () => {

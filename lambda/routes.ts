@@ -6,12 +6,21 @@ export const TOKEN_ROUTE_KEYS: readonly string[] = TOKEN_PATHS.map((path) => `PO
 
 /**
  * True when the event is for a token route. API Gateway only invokes the function for its two
- * routes, but an event can also come from a `$default` route or a hand-made invocation, so the
- * method and path are checked as API Gateway would.
+ * routes, but an event can also come from a `$default` route, a named stage (whose name prefixes
+ * the path) or a hand-made invocation, so the method and path are checked as API Gateway would.
  */
 export function isTokenRoute(event: Pick<APIGatewayProxyEventV2, 'routeKey' | 'rawPath' | 'requestContext'>): boolean {
   if (TOKEN_ROUTE_KEYS.includes(event.routeKey)) return true;
-  const method = event.requestContext?.http?.method;
-  const path = event.requestContext?.http?.path ?? event.rawPath;
-  return method === 'POST' && (TOKEN_PATHS as readonly string[]).includes(path);
+  const http = event.requestContext?.http;
+  if (http?.method !== 'POST') return false;
+  const stagePrefix = event.requestContext.stage && event.requestContext.stage !== '$default' ? `/${event.requestContext.stage}` : '';
+  return [http.path, event.rawPath].some(
+    (path) =>
+      typeof path === 'string' &&
+      (isTokenPath(path) || (stagePrefix !== '' && path.startsWith(`${stagePrefix}/`) && isTokenPath(path.slice(stagePrefix.length)))),
+  );
+}
+
+function isTokenPath(path: string): boolean {
+  return (TOKEN_PATHS as readonly string[]).includes(path);
 }

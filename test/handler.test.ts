@@ -706,3 +706,35 @@ describe('a JSON body labelled as a form', () => {
     expect(bodyOf(result).description).toContain('content-type: application/json');
   });
 });
+
+describe('events from other API Gateway set-ups', () => {
+  it('serves a $default-route event whose raw path is a token path even if the context path differs', async () => {
+    const event = tokenEvent(request());
+    event.routeKey = '$default';
+    event.requestContext.http.path = '/my/path';
+
+    const result = await handle(event);
+
+    expect(result.statusCode).toBe(200);
+  });
+
+  it('serves a token path under a named stage', async () => {
+    const event = tokenEvent(request(), { path: '/prod/v1/oauth/token' });
+    event.routeKey = '$default';
+    event.requestContext.stage = 'prod';
+
+    const result = await handle(event);
+
+    expect(result.statusCode).toBe(200);
+  });
+
+  it('does not strip a stage prefix that is not the event stage', async () => {
+    const event = tokenEvent(request(), { path: '/dev/v1/oauth/token' });
+    event.routeKey = '$default';
+    event.requestContext.stage = 'prod';
+
+    const result = await handle(event);
+
+    expect(result.statusCode).toBe(404);
+  });
+});

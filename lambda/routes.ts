@@ -13,14 +13,16 @@ export function isTokenRoute(event: Pick<APIGatewayProxyEventV2, 'routeKey' | 'r
   if (TOKEN_ROUTE_KEYS.includes(event.routeKey)) return true;
   const http = event.requestContext?.http;
   if (http?.method !== 'POST') return false;
-  const stagePrefix = event.requestContext.stage && event.requestContext.stage !== '$default' ? `/${event.requestContext.stage}` : '';
-  return [http.path, event.rawPath].some(
-    (path) =>
-      typeof path === 'string' &&
-      (isTokenPath(path) || (stagePrefix !== '' && path.startsWith(`${stagePrefix}/`) && isTokenPath(path.slice(stagePrefix.length)))),
-  );
+  const stage = event.requestContext.stage;
+  return [http.path, event.rawPath].some((path) => isTokenPath(path) || isTokenPath(withoutStage(path, stage)));
 }
 
-function isTokenPath(path: string): boolean {
-  return (TOKEN_PATHS as readonly string[]).includes(path);
+function isTokenPath(path: string | undefined): boolean {
+  return (TOKEN_PATHS as readonly string[]).includes(path ?? '');
+}
+
+/** `/prod/v1/oauth/token` under stage `prod` is `/v1/oauth/token`; undefined when the path has no such prefix. */
+function withoutStage(path: string | undefined, stage: string | undefined): string | undefined {
+  if (!path || !stage || stage === '$default' || !path.startsWith(`/${stage}/`)) return undefined;
+  return path.slice(stage.length + 1);
 }

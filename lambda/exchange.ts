@@ -28,7 +28,7 @@ export interface UpstreamReport {
   latencyMs?: number;
 }
 
-export const MAX_ANSWER_BYTES = 1024 * 1024;
+const MAX_ANSWER_BYTES = 1024 * 1024;
 const USER_AGENT = 'token-exchange-service';
 
 /**

@@ -3,7 +3,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { LogLevel } from './config';
 import { causeChain, type ErrorCode } from './errors';
 
-export const SERVICE_NAME = 'token-exchange';
+const SERVICE_NAME = 'token-exchange';
 const DEFAULT_NAMESPACE = 'TokenExchange';
 
 /** Everything logged about one request. Only codes, statuses, host names and timings: no secret, token or body. */

@@ -170,7 +170,7 @@ function optionalString(fields: Fields, field: Field): string | undefined {
 }
 
 /** API Gateway lower-cases header names in payload 2.0; callers of the handler may not. */
-export function headerValue(headers: Readonly<Record<string, string | undefined>> | undefined, name: string): string | undefined {
+function headerValue(headers: Readonly<Record<string, string | undefined>> | undefined, name: string): string | undefined {
   if (!headers) return undefined;
   const exact = headers[name];
   if (exact !== undefined) return exact;

@@ -7,6 +7,7 @@ import { ERROR_STATUS } from '../lambda/errors';
 import { destroyAgents } from '../lambda/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import type { Observability } from '../lambda/observability';
+import { tokenEvent } from './support/events';
 import { atPort, refusedEverywherePayloads } from './support/ssrf-payloads';
 import { DEMO_TOKEN, startTokenServer, type TokenServer } from './support/token-server';
 import { lockNetwork, type NetworkJail, startTrapListeners, type TrapListeners } from './support/trap-listeners';
@@ -30,33 +31,14 @@ const CONTRACT_FIELDS = [
 const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf'] as const;
 const STATUS_BY_CODE: Record<string, number> = ERROR_STATUS;
 
-function tokenEvent(
+/** A token event with exactly the fuzzed headers, body and base64 flag (which may be a lie). */
+function fuzzEvent(
   body: string | undefined,
   headers: Record<string, string>,
   isBase64Encoded: boolean,
   path: string,
 ): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey: `POST ${path}`,
-    rawPath: path,
-    rawQueryString: '',
-    headers,
-    isBase64Encoded,
-    ...(body === undefined ? {} : { body }),
-    requestContext: {
-      accountId: 'test',
-      apiId: 'test',
-      domainName: 'localhost',
-      domainPrefix: 'localhost',
-      http: { method: 'POST', path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'fuzz' },
-      requestId: 'fuzz',
-      routeKey: `POST ${path}`,
-      stage: '$default',
-      time: '01/Jan/2026:00:00:00 +0000',
-      timeEpoch: 0,
-    },
-  };
+  return { ...tokenEvent(body, { path, contentType: null }), headers, isBase64Encoded };
 }
 
 /** The handler's answer, or a failure if it throws or takes longer than the deadline. */
@@ -235,7 +217,7 @@ describe('fuzzing the handler with arbitrary request bodies', () => {
           const headers = bodyCase.contentType === undefined ? {} : { [headerName]: bodyCase.contentType };
           const body =
             base64 === true && bodyCase.body !== undefined ? Buffer.from(bodyCase.body, 'utf8').toString('base64') : bodyCase.body;
-          const response = await answerWithin(handler, tokenEvent(body, headers, base64 !== false, path));
+          const response = await answerWithin(handler, fuzzEvent(body, headers, base64 !== false, path));
           expectContractAnswer(response, [200, 400, 403, 413]);
           statuses.set(response.statusCode ?? 0, (statuses.get(response.statusCode ?? 0) ?? 0) + 1);
         }),
@@ -439,7 +421,7 @@ describe('fuzzing access_token_url with no allowlist', () => {
       fc.asyncProperty(tokenUrlCases(trap.port), async (accessTokenUrl) => {
         jail.reset();
         const body = JSON.stringify({ client_id: 'fuzz-client', client_secret: SECRET, access_token_url: accessTokenUrl });
-        const response = await answerWithin(handler, tokenEvent(body, { 'content-type': 'application/json' }, false, '/v1/oauth/token'));
+        const response = await answerWithin(handler, fuzzEvent(body, { 'content-type': 'application/json' }, false, '/v1/oauth/token'));
         expectContractAnswer(response, [400, 403, 502]);
         const seen = { attempts: [...jail.attempts], refused: [...jail.refused], lookups: [...jail.lookups] };
 

@@ -1,6 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { subscribe } from 'node:diagnostics_channel';
-import type { ClientRequest, IncomingMessage } from 'node:http';
+import type { Agent, ClientRequest, IncomingMessage } from 'node:http';
 import type { AccessToken, Token } from 'simple-oauth2';
 import { Client } from 'simple-oauth2/lib/client';
 import ClientCredentialsGrantType from 'simple-oauth2/lib/client-credentials-grant-type';
@@ -31,17 +29,38 @@ export interface UpstreamReport {
 const MAX_ANSWER_BYTES = 1024 * 1024;
 const USER_AGENT = 'token-exchange-service';
 
+/** The part of Node's agent interface a request uses to get its socket. */
+type RequestHandoff = (request: ClientRequest, options: object) => void;
+
 /**
- * One HTTP attempt against the IdP. simple-oauth2 returns only the parsed body, so the request it
- * sends is captured as Node creates it (below) to learn the real status (a 3xx carrying JSON must
- * not pass as a token) and to abort it when the deadline passes.
+ * One HTTP attempt against the IdP. simple-oauth2 resolves with the parsed body only, so the
+ * attempt gives it an agent of its own and records the request Node hands that agent: its
+ * 'response' event carries the real status (a 3xx carrying JSON must not pass as a token), and it
+ * is what the deadline aborts.
  */
 class UpstreamAttempt {
   request?: ClientRequest;
   status?: number;
   timedOut = false;
+  /**
+   * The pooled agent seen through this attempt. Every `http.request` hands its request to its
+   * agent's `addRequest` (the method every agent implementation provides); this view records the
+   * request and passes it on, so sockets still come from, and return to, the shared pool. It
+   * inherits everything else from the pooled agent, which is also why simple-oauth2's deep clone of
+   * its options (@hapi/hoek keeps prototypes) still reaches the same pool.
+   */
+  readonly agent: Agent;
 
-  track(request: ClientRequest): void {
+  constructor(pooled: Agent) {
+    const handOff = (pooled as Agent & { addRequest: RequestHandoff }).addRequest.bind(pooled);
+    const addRequest: RequestHandoff = (request, options) => {
+      this.track(request);
+      handOff(request, options);
+    };
+    this.agent = Object.create(pooled, { addRequest: { value: addRequest } }) as Agent;
+  }
+
+  private track(request: ClientRequest): void {
     this.request = request;
     request.once('response', (response: IncomingMessage) => {
       this.status = response.statusCode;
@@ -53,16 +72,6 @@ class UpstreamAttempt {
     this.request?.destroy();
   }
 }
-
-const currentAttempt = new AsyncLocalStorage<UpstreamAttempt>();
-
-// Node publishes every client request here synchronously as it is created, inside the caller's
-// async context, so the store names the attempt that made it. Requests made outside an exchange
-// have no store and are left alone.
-subscribe('http.client.request.start', (message) => {
-  const { request } = message as { request: ClientRequest };
-  currentAttempt.getStore()?.track(request);
-});
 
 /**
  * simple-oauth2 turns the parsed answer into an AccessToken, adding `expires_at` and rewriting an
@@ -111,7 +120,7 @@ async function attemptOnce(
   deadline: number,
   report: UpstreamReport,
 ): Promise<IdpToken | undefined> {
-  const attempt = new UpstreamAttempt();
+  const attempt = new UpstreamAttempt(agentFor(target.url.protocol, target.permit));
   const config = grantConfig(request, target, deadline);
   const client = new RawAnswerClientCredentials(config, new Client(config));
   const params: Record<string, string> = { grant_type: request.grantType };
@@ -120,7 +129,7 @@ async function attemptOnce(
 
   const timer = setTimeout(() => attempt.abort(), Math.max(0, deadline - performance.now()));
   try {
-    await currentAttempt.run(attempt, () => client.getToken(params, { agent: agentFor(target.url.protocol, target.permit) }));
+    await client.getToken(params, { agent: attempt.agent });
   } catch (error) {
     report.status = attempt.status;
     if (isStaleSocket(error, attempt)) return undefined;

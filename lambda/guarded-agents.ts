@@ -95,13 +95,6 @@ class GuardedHttpAgent extends http.Agent {
   }
 }
 
-// simple-oauth2 deep-clones its options with @hapi/hoek on every request. A cloned Agent copies
-// live sockets and native handles: keep-alive is lost and a reused socket throws "Illegal
-// invocation". Hoek passes an object through by reference when its prototype is marked immutable.
-for (const agentClass of [GuardedHttpsAgent, GuardedHttpAgent]) {
-  Object.defineProperty(agentClass.prototype, 'isImmutable', { value: true });
-}
-
 const agents = new Map<string, http.Agent>();
 
 /**

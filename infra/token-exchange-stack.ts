@@ -4,11 +4,11 @@ import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, PayloadFormatVersion } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, type CfnFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { LOG_LEVELS, type LogLevel, loadConfig } from '../lambda/config';
+import { CONFIG_DEFAULTS, LOG_LEVELS, type LogLevel, loadConfig, MAX_UPSTREAM_TIMEOUT_MS } from '../lambda/config';
 import { TOKEN_PATHS } from '../lambda/routes';
 import { parseAllowlist } from '../lambda/token-url-policy';
 import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
@@ -22,9 +22,6 @@ export const FUNCTION_RUNTIME = Runtime.NODEJS_24_X;
 
 /** API Gateway answers 503 after 30 s whatever the function does, so the function must finish first. */
 export const HTTP_API_INTEGRATION_LIMIT = Duration.seconds(30);
-
-/** The same ceiling `loadConfig` applies to UPSTREAM_TIMEOUT_MS. */
-export const MAX_UPSTREAM_TIMEOUT_MS = 29_000;
 
 /** Everything a deployment can tune. All optional: the defaults are what the stack deploys without context. */
 export interface TokenExchangeStackProps extends StackProps {
@@ -104,9 +101,9 @@ export interface TokenExchangeStackProps extends StackProps {
 /** The values the stack uses for props left out. */
 export const TOKEN_EXCHANGE_DEFAULTS = {
   allowedTokenUrls: [] as readonly string[],
-  upstreamTimeoutMs: 5000,
-  tokenCache: false,
-  logLevel: 'INFO' as LogLevel,
+  upstreamTimeoutMs: CONFIG_DEFAULTS.upstreamTimeoutMs,
+  tokenCache: CONFIG_DEFAULTS.tokenCache,
+  logLevel: CONFIG_DEFAULTS.logLevel as LogLevel,
   metricsNamespace: 'TokenExchange',
   memorySize: 256,
   functionTimeout: Duration.seconds(10),
@@ -198,6 +195,12 @@ export class TokenExchangeStack extends Stack {
 
     Tags.of(this).add('service', 'token-exchange');
     acknowledgeInapplicableRules(api);
+    // The environment can still grow after construction (addEnvironment, an aspect): check what is
+    // synthesized, so a NODE_DEBUG that would print secrets, or any setting the function would
+    // refuse, never reaches a deploy.
+    this.node.addValidation({
+      validate: () => functionStartProblems(this.resolve((this.handler.node.defaultChild as CfnFunction).environment)),
+    });
   }
 }
 
@@ -257,10 +260,16 @@ function functionEnvironment(settings: Settings): Record<string, string> {
 
 /** Refuse at synth what the function would refuse at its start: a deploy that can only fail. */
 function assertFunctionWouldStart(environment: Record<string, string>): void {
+  const [problem] = functionStartProblems({ variables: environment });
+  if (problem !== undefined) throw new Error(problem);
+}
+
+function functionStartProblems(environment: { variables?: Record<string, string> } | undefined): string[] {
   try {
-    loadConfig(environment);
+    loadConfig(environment?.variables ?? {});
+    return [];
   } catch (error) {
-    throw new Error(`TokenExchangeStack: the function would not start: ${(error as Error).message}`);
+    return [`TokenExchangeStack: the function would not start: ${(error as Error).message}`];
   }
 }
 

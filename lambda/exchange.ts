@@ -1,4 +1,5 @@
 import type { Agent, ClientRequest, IncomingMessage } from 'node:http';
+import './simple-oauth2-debug';
 import type { AccessToken, Token } from 'simple-oauth2';
 import { Client } from 'simple-oauth2/lib/client';
 import ClientCredentialsGrantType from 'simple-oauth2/lib/client-credentials-grant-type';

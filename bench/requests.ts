@@ -1,7 +1,8 @@
 // What the measured processes send. Node modules are passed in rather than imported, so the cold
 // worker can time their first require itself.
 import type * as Https from 'node:https';
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import { localLambdaContext } from '../local/lambda-context';
 
 export const CLIENT_ID = 'bench-client';
 export const CLIENT_SECRET = 'bench-secret';
@@ -86,13 +87,13 @@ export function expectToken(status: number | undefined, body: unknown): void {
 /** The deployed bundle's export. */
 export type BundleHandler = (
   event: APIGatewayProxyEventV2,
-  context: { awsRequestId: string },
+  context: Context,
 ) => Promise<{ statusCode?: number; headers?: Record<string, unknown>; body?: string }>;
 
 /** Invoke the handler as the Lambda runtime does, and check the answer (and the cache's verdict when asked). */
 export function handlerCall(handler: BundleHandler, tokenUrl: string, expectCache?: 'hit' | 'miss'): Call {
   const event = tokenEvent(tokenUrl);
-  const context = { awsRequestId: 'bench-invocation' };
+  const context = localLambdaContext('bench-invocation');
   return async () => {
     const result = await handler(event, context);
     expectToken(result.statusCode, JSON.parse(result.body ?? 'null'));

@@ -98,7 +98,7 @@ export async function exchangeToken(
   request: TokenRequest,
   target: TokenTarget,
   timeoutMs: number,
-  report: UpstreamReport = {},
+  report: UpstreamReport,
 ): Promise<IdpToken> {
   const started = performance.now();
   const deadline = started + timeoutMs;
@@ -174,10 +174,9 @@ export function grantConfig(request: TokenRequest, target: TokenTarget, deadline
 }
 
 function checkAnswer(answer: unknown, attempt: UpstreamAttempt): IdpToken {
-  const status = attempt.status;
-  if (status === undefined || status < 200 || status >= 300) {
-    throw upstreamError(`the IdP answered ${status ?? 'with no status'}`);
-  }
+  // Resolved means a response arrived, so its status was recorded.
+  const status = attempt.status as number;
+  if (status < 200 || status >= 300) throw upstreamError(`the IdP answered ${status}`);
   if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) {
     throw upstreamError('the answer is not a JSON object');
   }

@@ -45,7 +45,8 @@ function guardedConnect(
   callback: ConnectionCallback | undefined,
   connect: (options: http.ClientRequestArgs) => Duplex | null | undefined,
 ): Duplex | undefined {
-  const host = options.host ?? '';
+  // Node's http always sets it (its default is 'localhost').
+  const host = options.host as string;
   if (isIP(host) !== 0 && !permit.allows(host)) {
     const refusal = new AddressNotAllowedError(`${host} is not an allowed address`);
     // The agent hands this callback's error to the request as its 'error' event.
@@ -62,9 +63,10 @@ function guardedConnect(
   // First in line: tls.connect has already queued its handshake on 'connect', and a refused peer
   // must not receive even a ClientHello.
   socket.prependOnceListener('connect', () => {
-    const remote = socket.remoteAddress;
-    if (remote === undefined || !permit.allows(remote)) {
-      socket.destroy(new AddressNotAllowedError(`connected to ${remote ?? 'an unknown address'}, which is not allowed`));
+    // An unknown peer reads as 'undefined', which no permit allows.
+    const remote = String(socket.remoteAddress);
+    if (!permit.allows(remote)) {
+      socket.destroy(new AddressNotAllowedError(`connected to ${remote}, which is not allowed`));
     }
   });
   return socket;

@@ -9,10 +9,11 @@ import { cacheKey, TokenCache } from './token-cache';
 import { parseTokenRequest } from './token-request';
 import { checkTokenUrl } from './token-url-policy';
 
-export type TokenHandler = (
-  event: APIGatewayProxyEventV2,
-  context?: Pick<Context, 'awsRequestId'>,
-) => Promise<APIGatewayProxyStructuredResultV2>;
+/**
+ * The Lambda handler. Typed as API Gateway calls it, but a direct invoke can pass any JSON value,
+ * so nothing here trusts the event's shape: parsing checks it.
+ */
+export type TokenHandler = (event: APIGatewayProxyEventV2, context?: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
 /**
  * Build the Lambda handler for a configuration: parse the request, apply the token URL policy,
@@ -21,7 +22,7 @@ export type TokenHandler = (
 export function createHandler(config: Config, observability: Observability = powertoolsObservability(config.logLevel)): TokenHandler {
   const cache = config.tokenCache ? new TokenCache() : undefined;
 
-  return async (event, context) => {
+  return async (event: unknown, context) => {
     if (!isTokenRoute(event)) return notFoundResponse();
     const started = performance.now();
     const upstream: UpstreamReport = {};
@@ -30,7 +31,7 @@ export function createHandler(config: Config, observability: Observability = pow
     try {
       const request = parseTokenRequest(event);
       const target = checkTokenUrl(request.accessTokenUrl, config.allowlist);
-      record.idpHost = target.url.hostname;
+      record.idp_host = target.url.hostname;
       const exchange = (): Promise<IdpToken> => exchangeToken(request, target, config.upstreamTimeoutMs, upstream);
       if (cache) {
         const { token, hit } = await cache.get(cacheKey(request, target.url.href), exchange);
@@ -47,21 +48,26 @@ export function createHandler(config: Config, observability: Observability = pow
     }
     const entry: RequestRecord = {
       ...record,
-      requestId: context?.awsRequestId ?? event.requestContext?.requestId ?? '-',
-      route: event.routeKey,
+      route: routeOf(event),
       outcome: record.outcome,
       status: response.statusCode,
-      latencyMs: Math.round((performance.now() - started) * 10) / 10,
-      ...(upstream.status === undefined ? {} : { idpStatus: upstream.status }),
-      ...(upstream.latencyMs === undefined ? {} : { idpLatencyMs: upstream.latencyMs }),
+      latency_ms: Math.round((performance.now() - started) * 10) / 10,
+      ...(upstream.status === undefined ? {} : { idp_status: upstream.status }),
+      ...(upstream.latencyMs === undefined ? {} : { idp_latency_ms: upstream.latencyMs }),
     };
     try {
-      observability.record(entry);
+      observability.record(entry, context);
     } catch {
       // A failure to log must not cost the caller the answer it already has.
     }
     return response;
   };
+}
+
+/** The route key as API Gateway names it; a direct invoke's own value is logged only if it is one. */
+function routeOf(event: unknown): string {
+  const routeKey = (event as { routeKey?: unknown }).routeKey;
+  return typeof routeKey === 'string' && routeKey.length <= 64 ? routeKey : '-';
 }
 
 /** The deployed function: configuration is read once, when the runtime loads the module. */

@@ -1,5 +1,5 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { ExchangeError, invalidRequest } from './errors';
+import { isRecord } from './routes';
 
 export type AuthMethod = 'client_secret_basic' | 'client_secret_post';
 
@@ -27,13 +27,22 @@ const FIELDS = ['client_id', 'client_secret', 'access_token_url', 'grant_type', 
 type Field = (typeof FIELDS)[number];
 type Fields = Partial<Record<Field, unknown>>;
 
+/** The parts of a payload 2.0 event a token request is read from, as API Gateway always sends them. */
+interface EventParts {
+  readonly body: string | undefined;
+  readonly isBase64Encoded: boolean;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
 /**
- * Turn an API Gateway payload 2.0 event into a {@link TokenRequest}: decode the body (base64 when
- * flagged), enforce the 64 KiB limit, read JSON or form fields, and validate each field.
+ * Turn an API Gateway payload 2.0 event into a {@link TokenRequest}: check the event is shaped as
+ * API Gateway sends it, decode the body (base64 when flagged), enforce the 64 KiB limit, read JSON
+ * or form fields, and validate each field.
  */
-export function parseTokenRequest(event: Pick<APIGatewayProxyEventV2, 'body' | 'isBase64Encoded' | 'headers'>): TokenRequest {
-  const body = decodeBody(event.body, event.isBase64Encoded);
-  const mediaType = mediaTypeOf(headerValue(event.headers, 'content-type') ?? '');
+export function parseTokenRequest(event: unknown): TokenRequest {
+  const parts = eventParts(event);
+  const body = decodeBody(parts.body, parts.isBase64Encoded);
+  const mediaType = mediaTypeOf(headerValue(parts.headers, 'content-type') ?? '');
   let fields: Fields;
   if (mediaType === '' || mediaType === 'application/json') {
     fields = readJson(body);
@@ -51,8 +60,24 @@ function mediaTypeOf(contentType: string): string {
   return (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
 }
 
-function decodeBody(body: string | undefined, isBase64Encoded: boolean | undefined): string {
-  if (body === undefined || body === null) return '';
+/**
+ * A direct invoke (console, SDK, another function) can send any JSON; API Gateway always sends a
+ * request context, string headers, and a string body or none. Anything else is the caller's mistake.
+ */
+function eventParts(event: unknown): EventParts {
+  const notFromApiGateway = (what: string) => invalidRequest(`The event is not an API Gateway HTTP API request: ${what}`);
+  if (!isRecord(event) || !isRecord(event.requestContext)) throw notFromApiGateway('requestContext must be an object');
+  const { headers, body, isBase64Encoded } = event;
+  if (!isRecord(headers) || !Object.values(headers).every((value) => typeof value === 'string')) {
+    throw notFromApiGateway('headers must be an object of strings');
+  }
+  if (body !== undefined && body !== null && typeof body !== 'string') throw notFromApiGateway('body must be a string');
+  if (isBase64Encoded !== undefined && typeof isBase64Encoded !== 'boolean') throw notFromApiGateway('isBase64Encoded must be a boolean');
+  return { headers: headers as Record<string, string>, body: body ?? undefined, isBase64Encoded: isBase64Encoded === true };
+}
+
+function decodeBody(body: string | undefined, isBase64Encoded: boolean): string {
+  if (body === undefined) return '';
   // Refuse before decoding: base64 is 4/3 the size, so this bounds the work an oversized body costs.
   if (isBase64Encoded) {
     if (Math.floor((body.length * 3) / 4) > MAX_BODY_BYTES + 2) throw tooLarge();
@@ -170,8 +195,7 @@ function optionalString(fields: Fields, field: Field): string | undefined {
 }
 
 /** API Gateway lower-cases header names in payload 2.0; callers of the handler may not. */
-function headerValue(headers: Readonly<Record<string, string | undefined>> | undefined, name: string): string | undefined {
-  if (!headers) return undefined;
+function headerValue(headers: Readonly<Record<string, string>>, name: string): string | undefined {
   const exact = headers[name];
   if (exact !== undefined) return exact;
   for (const [key, value] of Object.entries(headers)) {

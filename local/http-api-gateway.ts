@@ -5,6 +5,7 @@ import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { TokenHandler } from '../lambda/handler';
 import { TOKEN_ROUTE_KEYS } from '../lambda/routes';
 import { toApiGatewayEvent } from './api-gateway-event';
+import { localLambdaContext } from './lambda-context';
 
 /** API Gateway's payload limit for HTTP APIs (10 MB); the contract's 64 KiB rule is the handler's. */
 export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -58,7 +59,7 @@ export function createHttpApiGateway(options: HttpApiGatewayOptions): Server {
     );
     let result: APIGatewayProxyStructuredResultV2;
     try {
-      result = await options.handler(event, { awsRequestId: requestId });
+      result = await options.handler(event, localLambdaContext(requestId));
     } catch {
       return send(response, INTERNAL_ERROR);
     }

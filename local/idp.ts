@@ -64,7 +64,9 @@ export async function startIdp(options: { port?: number; host?: string } = {}): 
     server.close();
     throw error;
   }
-  server.on('request', provider.callback());
+  const handle = provider.callback();
+  // Koa answers its own errors; nothing is left to await here.
+  server.on('request', (request, response) => void handle(request, response));
 
   return {
     issuer,

@@ -1,4 +1,3 @@
-import './quiet-process-env';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { loadConfig } from '../lambda/config';
@@ -20,6 +19,9 @@ function portFromEnv(name: string, fallback: number): number {
 }
 
 async function main(): Promise<void> {
+  // What the Lambda runtime and the stack set, so logs and metrics look as they do when deployed.
+  process.env.AWS_LAMBDA_INITIALIZATION_TYPE ??= 'on-demand';
+  process.env.POWERTOOLS_METRICS_NAMESPACE ??= 'TokenExchange';
   const port = portFromEnv('PORT', 3000);
   const idp = await startIdp({ port: portFromEnv('IDP_PORT', 3001) });
   // The user's entries stay; the embedded IdP's origin is added so the policy lets the service reach it.
@@ -46,8 +48,8 @@ async function main(): Promise<void> {
     await Promise.all([once(server, 'close'), idp.close()]);
     destroyAgents();
   };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
 }
 
 main().catch((error: NodeJS.ErrnoException) => {

@@ -83,3 +83,22 @@ describe('DEBUG, which simple-oauth2 logs its request options through', () => {
     },
   );
 });
+
+describe('silent-debug.ts, which stands in for the debug package in the deployed bundle', () => {
+  // Loaded the way the bundle's alias loads it: as `debug` itself.
+  const silentDebug = require('../lambda/silent-debug') as typeof createDebug;
+
+  it('hands out loggers that are never enabled, and enabling changes nothing', () => {
+    // Act
+    silentDebug.enable('*');
+    const logger = silentDebug('simple-oauth2:client');
+
+    // Assess
+    expect([logger.enabled, silentDebug.enabled('simple-oauth2:client'), silentDebug.disable()]).toEqual([false, false, '']);
+    expect(logger('Authorization header set to %s', 'Basic c2VjcmV0')).toBeUndefined();
+  });
+
+  it('keeps the namespace of extended loggers, as simple-oauth2 may read it', () => {
+    expect(silentDebug('simple-oauth2').extend('client').namespace).toBe('simple-oauth2:client');
+  });
+});

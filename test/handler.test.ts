@@ -144,7 +144,7 @@ describe('the token request sent to the IdP', () => {
         response.socket?.destroy();
         return;
       }
-      json(200, DEMO_TOKEN)(received, response);
+      void json(200, DEMO_TOKEN)(received, response);
     });
 
     // Act
@@ -279,8 +279,8 @@ describe('a successful exchange', () => {
       route: 'POST /oauth/token',
       outcome: 'ok',
       status: 200,
-      idpHost: '127.0.0.1',
-      idpStatus: 200,
+      idp_host: '127.0.0.1',
+      idp_status: 200,
     });
     expect(JSON.stringify(observed.records)).not.toContain(SECRET);
     expect(JSON.stringify(observed.records)).not.toContain(DEMO_TOKEN.access_token);
@@ -448,7 +448,7 @@ describe('401 unauthorized', () => {
     expect(result.statusCode).toBe(401);
     expect(result.headers).toEqual(CONTRACT_HEADERS);
     expect(bodyOf(result)).toStrictEqual({ code: 'unauthorized', description: 'Unauthorized credentials provided' });
-    expect(observed.records[0]).toMatchObject({ outcome: 'unauthorized', idpStatus: status });
+    expect(observed.records[0]).toMatchObject({ outcome: 'unauthorized', idp_status: status });
   });
 });
 
@@ -617,7 +617,7 @@ describe('500 internal_error', () => {
     expect(result.statusCode).toBe(500);
     expect(result.headers).toEqual(CONTRACT_HEADERS);
     expect(bodyOf(result)).toStrictEqual({ code: 'internal_error', description: 'Internal error' });
-    expect(observed.records[0]).toMatchObject({ outcome: 'internal_error', status: 500, errorName: 'TypeError' });
+    expect(observed.records[0]).toMatchObject({ outcome: 'internal_error', status: 500, error_name: 'TypeError' });
     expect(JSON.stringify(observed.records)).not.toContain(SECRET);
   });
 
@@ -635,13 +635,18 @@ describe('500 internal_error', () => {
 });
 
 describe('events made by hand', () => {
-  it('reads a body as JSON when the event has no headers at all', async () => {
+  it('answers 400 naming the headers when the event has none, which API Gateway never sends', async () => {
     const event = tokenEvent(request());
     event.headers = undefined as unknown as typeof event.headers;
 
     const result = await handle(event);
 
-    expect(result.statusCode).toBe(200);
+    expect(result.statusCode).toBe(400);
+    expect(bodyOf(result)).toEqual({
+      code: 'invalid_request',
+      description: 'The event is not an API Gateway HTTP API request: headers must be an object of strings',
+    });
+    expect(server.received).toHaveLength(0);
   });
 
   it('reads the content type whatever the case of its header name', async () => {
@@ -663,13 +668,13 @@ describe('events made by hand', () => {
     expect(result.statusCode).toBe(404);
   });
 
-  it('logs "-" as the request id when neither the context nor the event has one', async () => {
+  it('logs "-" as the route of a direct invoke whose route key is not a string', async () => {
     const event = tokenEvent(request());
-    event.requestContext = undefined as unknown as typeof event.requestContext;
+    (event as unknown as Record<string, unknown>).routeKey = { injected: true };
 
     await handle(event);
 
-    expect(observed.records[0]?.requestId).toBe('-');
+    expect(observed.records[0]?.route).toBe('-');
   });
 });
 

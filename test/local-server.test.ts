@@ -263,7 +263,7 @@ describe('npm start (local/server.ts)', () => {
     expect(await exitWithin(local(), STOP_TIMEOUT_MS)).toBe(0);
   });
 
-  it('logs one JSON line and one EMF metrics line per handled request, with its request id, outcome and status, and never a secret', () => {
+  it('logs one JSON line and one EMF metrics line per handled request, with its request id, outcome and status, one ColdStart, and never a secret', () => {
     // Prepare
     const { text: banner } = local().banner;
     const afterBanner = local()
@@ -274,9 +274,11 @@ describe('npm start (local/server.ts)', () => {
     // Assess
     const parsed = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     const records = parsed.filter((line) => line.message === 'token request');
-    const metrics = parsed.filter((line) => '_aws' in line);
-    expect(records.length + metrics.length).toBe(parsed.length);
-    expect(records.map((record) => ({ requestId: record.request_id, status: record.status }))).toEqual(handled);
+    const metrics = parsed.filter((line) => '_aws' in line && line.ColdStart === undefined);
+    const coldStarts = parsed.filter((line) => line.ColdStart === 1);
+    expect(coldStarts).toHaveLength(1);
+    expect(records.length + metrics.length + coldStarts.length).toBe(parsed.length);
+    expect(records.map((record) => ({ requestId: record.function_request_id, status: record.status }))).toEqual(handled);
     expect(metrics.map((metric) => ({ outcome: metric.outcome, requests: metric.Requests }))).toEqual(
       records.map((record) => ({ outcome: record.outcome, requests: 1 })),
     );
@@ -429,7 +431,7 @@ describe('the shared IdP of the test run (test/support/global-setup.ts)', () => 
     // Assess
     expect(result.statusCode).toBe(200);
     expect(JSON.parse(result.body ?? '')).toMatchObject({ access_token: expect.any(String), scope: 'read write' });
-    expect(records).toMatchObject([{ outcome: 'ok', idpStatus: 200 }]);
+    expect(records).toMatchObject([{ outcome: 'ok', idp_status: 200 }]);
   });
 
   it('names the missing variable when global setup did not run', () => {

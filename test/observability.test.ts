@@ -1,7 +1,8 @@
 import { loadConfig } from '../lambda/config';
 import { destroyAgents } from '../lambda/guarded-agents';
 import { createHandler } from '../lambda/handler';
-import { powertoolsObservability } from '../lambda/observability';
+import { describeError, powertoolsObservability } from '../lambda/observability';
+import { localLambdaContext } from '../local/lambda-context';
 import { withPermit } from './support/configs';
 import { tokenEvent } from './support/events';
 import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
@@ -9,13 +10,31 @@ import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/
 const SECRET = 'observability-test-secret';
 let server: TokenServer;
 
+const LAMBDA_ENV = { AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand', POWERTOOLS_METRICS_NAMESPACE: 'TestNamespace' };
+const savedEnv = Object.fromEntries(Object.keys(LAMBDA_ENV).map((name) => [name, process.env[name]]));
+
 beforeAll(async () => {
   server = await startTokenServer();
+  // Set as the Lambda runtime and the stack set them; Powertools reads both itself.
+  Object.assign(process.env, LAMBDA_ENV);
 });
 
 afterAll(async () => {
+  for (const [name, value] of Object.entries(savedEnv)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
   destroyAgents();
   await server.close();
+});
+
+beforeEach(() => server.answer(json(200, DEMO_TOKEN)));
+
+const tokenBody = (overrides: Record<string, unknown> = {}) => ({
+  client_id: 'logged-client',
+  client_secret: SECRET,
+  access_token_url: `${server.origin}/token`,
+  ...overrides,
 });
 
 /** Run `act` while capturing everything written to stdout and stderr. */
@@ -38,95 +57,101 @@ async function captureOutput(act: () => Promise<void>): Promise<string[]> {
 
 const parse = (lines: string[]) => lines.map((line) => JSON.parse(line) as Record<string, unknown>);
 
-describe('structured logs and EMF metrics', () => {
-  it('writes one JSON log line per request with its id, route, outcome, statuses, IdP host and latency', async () => {
+const requestLogs = (lines: string[]) => parse(lines).filter((line) => line.message === 'token request');
+const metricNames = (line: Record<string, unknown>) =>
+  (line._aws as { CloudWatchMetrics: { Metrics: { Name: string }[] }[] }).CloudWatchMetrics[0]?.Metrics.map((metric) => metric.Name);
+
+describe('the log line of each request', () => {
+  it('carries the Lambda context Powertools takes from the invocation, cold start first', async () => {
     // Prepare
-    const handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), powertoolsObservability('INFO', 'TestNamespace'));
-    server.answer(json(200, DEMO_TOKEN));
+    const handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), powertoolsObservability('INFO'));
 
     // Act
     const lines = await captureOutput(async () => {
-      await handle(tokenEvent({ client_id: 'a', client_secret: SECRET, access_token_url: `${server.origin}/token` }), {
-        awsRequestId: 'req-123',
-      });
+      await handle(tokenEvent(tokenBody()), localLambdaContext('req-1', 'token-fn'));
+      await handle(tokenEvent(tokenBody()), localLambdaContext('req-2', 'token-fn'));
     });
 
     // Assess
-    const logs = parse(lines).filter((line) => line.message === 'token request');
-    expect(logs).toHaveLength(1);
-    expect(logs[0]).toMatchObject({
+    expect(requestLogs(lines).map((line) => [line.function_request_id, line.cold_start, line.function_name])).toEqual([
+      ['req-1', true, 'token-fn'],
+      ['req-2', false, 'token-fn'],
+    ]);
+  });
+
+  it('says what happened: route, outcome, statuses, IdP host and latencies, at INFO', async () => {
+    // Prepare
+    const handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), powertoolsObservability('INFO'));
+
+    // Act
+    const before = performance.now();
+    const lines = await captureOutput(async () => {
+      await handle(tokenEvent(tokenBody()));
+    });
+    const elapsed = performance.now() - before;
+
+    // Assess
+    const [log] = requestLogs(lines);
+    expect(log).toMatchObject({
       level: 'INFO',
       service: 'token-exchange',
-      request_id: 'req-123',
       route: 'POST /v1/oauth/token',
       outcome: 'ok',
       status: 200,
       idp_host: '127.0.0.1',
       idp_status: 200,
     });
-    expect(typeof logs[0]?.latency_ms).toBe('number');
-    expect(typeof logs[0]?.idp_latency_ms).toBe('number');
+    expect(log?.latency_ms).toBeGreaterThanOrEqual(log?.idp_latency_ms as number);
+    expect(log?.idp_latency_ms).toBeGreaterThan(0);
+    expect(log?.latency_ms).toBeLessThanOrEqual(elapsed);
+    expect(log).not.toHaveProperty('error_name');
+    expect(log).not.toHaveProperty('error_codes');
   });
 
-  it('emits an EMF count per outcome and the IdP latency in the configured namespace', async () => {
-    const handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), powertoolsObservability('INFO', 'TestNamespace'));
-    server.answer(json(401, { error: 'invalid_client' }));
-
-    const lines = await captureOutput(async () => {
-      await handle(tokenEvent({ client_id: 'a', client_secret: SECRET, access_token_url: `${server.origin}/token` }));
-    });
-
-    const emf = parse(lines).find((line) => '_aws' in line) as Record<string, unknown> & {
-      _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[] };
-    };
-    expect(emf).toBeDefined();
-    const directive = emf._aws.CloudWatchMetrics[0];
-    expect(directive?.Namespace).toBe('TestNamespace');
-    expect(directive?.Dimensions[0]).toEqual(expect.arrayContaining(['service', 'outcome']));
-    expect(directive?.Metrics.map((metric) => metric.Name).sort()).toEqual(['IdpLatency', 'Requests']);
-    expect(emf).toMatchObject({ outcome: 'unauthorized', Requests: 1 });
-  });
-
-  it('logs a 5xx from the IdP at WARN, a bug at ERROR with its class name, and counts cache hits', async () => {
+  it('is a WARN when the IdP fails', async () => {
     // Prepare
-    const config = loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, TOKEN_CACHE: 'on' });
-    const body = { client_id: 'a', client_secret: SECRET, access_token_url: `${server.origin}/token` };
-    const broken = withPermit(config, 'broken', () => {
-      throw Object.assign(new RangeError(`bug near ${SECRET}`), { code: 'ERR_BUG' });
-    });
+    const handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), powertoolsObservability('INFO'));
+    server.answer(json(503, { error: 'down' }));
 
     // Act
     const lines = await captureOutput(async () => {
-      const handle = createHandler(config, powertoolsObservability('INFO'));
-      server.answer(json(503, { error: 'down' }));
-      await handle(tokenEvent(body));
-      server.answer(json(200, DEMO_TOKEN));
-      await handle(tokenEvent(body));
-      await handle(tokenEvent(body));
-      await createHandler(broken, powertoolsObservability('INFO'))(tokenEvent(body));
+      await handle(tokenEvent(tokenBody()));
     });
 
     // Assess
-    const logs = parse(lines).filter((line) => line.message === 'token request');
-    expect(logs.map((line) => [line.level, line.outcome, line.cache])).toEqual([
-      ['WARN', 'upstream_error', undefined],
-      ['INFO', 'ok', 'miss'],
-      ['INFO', 'ok', 'hit'],
-      ['ERROR', 'internal_error', undefined],
-    ]);
-    expect(logs[3]).toMatchObject({ error_name: 'RangeError', error_codes: ['ERR_BUG'] });
-    const hits = parse(lines).filter((line) => line.CacheHits === 1);
-    expect(hits).toHaveLength(1);
-    expect(lines.join('\n')).not.toContain(SECRET);
+    expect(requestLogs(lines).map((line) => [line.level, line.outcome, line.idp_status])).toEqual([['WARN', 'upstream_error', 503]]);
   });
 
-  it('never writes a secret, a token, an Authorization header or a request body at any level', async () => {
+  it('is an ERROR naming the class and error codes of a bug, never its message', async () => {
+    // Prepare
+    const broken = withPermit(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), 'broken', () => {
+      throw new RangeError(`bug near ${SECRET}`, { cause: Object.assign(new Error('inner'), { code: 'ERR_INNER' }) });
+    });
+    const handle = createHandler(broken, powertoolsObservability('INFO'));
+
+    // Act
+    const lines = await captureOutput(async () => {
+      await handle(tokenEvent(tokenBody()));
+    });
+
+    // Assess
+    const [log] = requestLogs(lines);
+    expect(log).toMatchObject({
+      level: 'ERROR',
+      outcome: 'internal_error',
+      status: 500,
+      error_name: 'RangeError',
+      error_codes: ['ERR_INNER'],
+    });
+    expect(lines.join('\n')).not.toContain('bug near');
+  });
+
+  it('never holds a secret, a token, an Authorization header or a request body, at any level and outcome', async () => {
     // Prepare: the most verbose level, and every kind of outcome
     const handle = createHandler(
       loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '200' }),
       powertoolsObservability('TRACE'),
     );
-    const body = { client_id: 'logged-client', client_secret: SECRET, access_token_url: `${server.origin}/token` };
     const answers = [
       json(200, DEMO_TOKEN),
       json(400, { error: 'invalid_client', error_description: `bad ${SECRET}` }),
@@ -138,18 +163,102 @@ describe('structured logs and EMF metrics', () => {
     const lines = await captureOutput(async () => {
       for (const answer of answers) {
         server.answer(answer);
-        await handle(tokenEvent(body));
+        await handle(tokenEvent(tokenBody()));
       }
-      await handle(tokenEvent({ ...body, client_secret: `${SECRET}\u00e9` }));
-      await handle(tokenEvent({ ...body, access_token_url: 'https://127.0.0.1/token' }));
-      await handle(tokenEvent(JSON.stringify(body).slice(0, -3)));
+      await handle(tokenEvent(tokenBody({ client_secret: `${SECRET}\u00e9` })));
+      await handle(tokenEvent(tokenBody({ access_token_url: 'https://127.0.0.1/token' })));
+      await handle(tokenEvent(JSON.stringify(tokenBody()).slice(0, -3)));
     });
 
     // Assess
+    expect(requestLogs(lines).map((line) => line.outcome)).toEqual([
+      'ok',
+      'unauthorized',
+      'upstream_error',
+      'upstream_timeout',
+      'invalid_request',
+      'token_url_not_allowed',
+      'invalid_request',
+    ]);
     const output = lines.join('\n');
-    expect(parse(lines).filter((line) => line.message === 'token request')).toHaveLength(7);
     for (const forbidden of [SECRET, DEMO_TOKEN.access_token, 'Basic ', 'authorization', 'client_secret', 'logged-client']) {
       expect(output).not.toContain(forbidden);
     }
+  });
+});
+
+describe('the EMF metrics of each request', () => {
+  it('count the request under its outcome with the IdP latency, in the namespace Powertools reads from its variable', async () => {
+    // Prepare
+    const handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), powertoolsObservability('INFO'));
+    server.answer(json(401, { error: 'invalid_client' }));
+
+    // Act
+    const lines = await captureOutput(async () => {
+      await handle(tokenEvent(tokenBody()));
+    });
+
+    // Assess
+    const [emf] = parse(lines).filter((line) => '_aws' in line);
+    expect(emf).toMatchObject({
+      _aws: { CloudWatchMetrics: [{ Namespace: 'TestNamespace', Dimensions: [['service', 'outcome']] }] },
+      service: 'token-exchange',
+      outcome: 'unauthorized',
+      Requests: 1,
+      IdpLatency: expect.any(Number),
+    });
+    expect(metricNames(emf as Record<string, unknown>)).toEqual(['Requests', 'IdpLatency']);
+  });
+
+  it('include one ColdStart, on the first request of an instance only', async () => {
+    // Prepare
+    const handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), powertoolsObservability('INFO'));
+
+    // Act
+    const lines = await captureOutput(async () => {
+      await handle(tokenEvent(tokenBody()), localLambdaContext('req-1', 'token-fn'));
+      await handle(tokenEvent(tokenBody()), localLambdaContext('req-2', 'token-fn'));
+    });
+
+    // Assess
+    const coldStarts = parse(lines).filter((line) => line.ColdStart !== undefined);
+    expect(coldStarts).toEqual([expect.objectContaining({ ColdStart: 1, function_name: 'token-fn', service: 'token-exchange' })]);
+  });
+
+  it('count a cache hit, and no hit for a miss', async () => {
+    // Prepare
+    const handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, TOKEN_CACHE: 'on' }), powertoolsObservability('INFO'));
+
+    // Act
+    const lines = await captureOutput(async () => {
+      await handle(tokenEvent(tokenBody()));
+      await handle(tokenEvent(tokenBody()));
+    });
+
+    // Assess
+    expect(
+      parse(lines)
+        .filter((line) => '_aws' in line)
+        .map((line) => line.CacheHits),
+    ).toEqual([undefined, 1]);
+  });
+});
+
+describe('describeError', () => {
+  it('names the class and the codes along the cause chain, through cause and a Boom-style data', () => {
+    // Prepare
+    const socketError = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+    const boom = Object.assign(new Error('Client request error'), { isBoom: true, data: socketError, code: 'ERR_BOOM' });
+    const error = new TypeError('outer', { cause: boom });
+
+    // Act
+    const described = describeError(error);
+
+    // Assess
+    expect(described).toEqual({ error_name: 'TypeError', error_codes: ['ERR_BOOM', 'ECONNRESET'] });
+  });
+
+  it('gives only the type of a thrown value that is not an Error', () => {
+    expect(describeError('a string')).toEqual({ error_name: 'string' });
   });
 });

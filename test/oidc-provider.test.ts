@@ -60,7 +60,7 @@ describe('against oidc-provider', () => {
 
     expect(result.statusCode).toBe(401);
     expect(bodyOf(result)).toStrictEqual(UNAUTHORIZED);
-    expect(observed.records[0]).toMatchObject({ outcome: 'unauthorized', idpStatus: 401 });
+    expect(observed.records[0]).toMatchObject({ outcome: 'unauthorized', idp_status: 401 });
   });
 
   it('returns 401 for a client the IdP does not know', async () => {
@@ -81,7 +81,7 @@ describe('against oidc-provider', () => {
     );
 
     expect(result.statusCode).toBe(401);
-    expect(observed.records[0]?.idpStatus).toBe(400);
+    expect(observed.records[0]?.idp_status).toBe(400);
   });
 
   it('returns 401 for a path where the IdP has no token endpoint, since the contract maps every 4xx to 401', async () => {
@@ -90,6 +90,6 @@ describe('against oidc-provider', () => {
     );
 
     expect(result.statusCode).toBe(401);
-    expect(observed.records[0]?.idpStatus).toBe(404);
+    expect(observed.records[0]?.idp_status).toBe(404);
   });
 });

@@ -168,7 +168,7 @@ describe('the handler with TOKEN_CACHE', () => {
 
   it('shares one IdP call between identical concurrent requests', async () => {
     server.answer((received, response) => {
-      setTimeout(() => json(200, DEMO_TOKEN)(received, response), 50);
+      setTimeout(() => void json(200, DEMO_TOKEN)(received, response), 50);
     });
 
     const results = await Promise.all(Array.from({ length: 5 }, () => handle(tokenEvent(body()))));

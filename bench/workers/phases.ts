@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const request = parseTokenRequest(event);
   const target = checkTokenUrl(request.accessTokenUrl, config.allowlist);
   const observability = powertoolsObservability(config.logLevel);
-  const record = { requestId: 'bench-invocation', route: event.routeKey, outcome: 'ok', status: 200, latencyMs: 0.2 } as const;
+  const record = { route: event.routeKey, outcome: 'ok', status: 200, latency_ms: 0.2 } as const;
 
   const subjects: Record<PhaseName, Call> = {
     floor: httpsFloor(https, tokenUrl),
@@ -35,7 +35,7 @@ async function main(): Promise<void> {
       );
       expectToken(200, answer.token);
     },
-    exchangeToken: async () => expectToken(200, await exchangeToken(request, target, config.upstreamTimeoutMs)),
+    exchangeToken: async () => expectToken(200, await exchangeToken(request, target, config.upstreamTimeoutMs, {})),
     handlerNoLogs: handlerCall(createHandler(config, { record: () => undefined }), tokenUrl),
     handler: handlerCall(createHandler(config, observability), tokenUrl),
     parseAndPolicy: async () => {

@@ -48,7 +48,7 @@ export async function startTokenServer(script: Script = json(200, DEMO_TOKEN)): 
   const sockets = new Set<Socket>();
   const connectionIds = new WeakMap<Socket, number>();
   let connections = 0;
-  const server: Server = createServer(async (req, res) => {
+  const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
@@ -66,7 +66,9 @@ export async function startTokenServer(script: Script = json(200, DEMO_TOKEN)): 
     } catch {
       res.destroy();
     }
-  });
+  };
+  // serve() settles by itself: a script that throws ends its response.
+  const server: Server = createServer((req, res) => void serve(req, res));
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     connections += 1;

@@ -75,8 +75,9 @@ interface CertificateFields {
   issuer: string;
   subject: string;
   subjectKey: KeyObject;
-  /** The issuer's key pair: its private key signs, its public key names it (authority key id). */
+  /** The issuer's private key, which signs. */
   signingKey: KeyObject;
+  /** The issuer's public key, which the authority key identifier names. */
   issuerKey: KeyObject;
   extensions: Buffer[];
 }
@@ -127,6 +128,7 @@ function der(tag: number, ...contents: Buffer[]): Buffer {
 
 const sequence = (...items: Buffer[]): Buffer => der(0x30, ...items);
 const boolean = (value: boolean): Buffer => der(0x01, Buffer.from([value ? 0xff : 0x00]));
+// The bytes must already be a minimal, positive two's-complement number.
 const integer = (bytes: Buffer): Buffer => der(0x02, bytes);
 
 function objectId(dotted: string): Buffer {

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type RequestOptions } from 'node:http';
 import { AddressNotAllowedError, agentFor, destroyAgents } from '../lambda/guarded-agents';
 import { type AddressPermit, parseAllowlist } from '../lambda/token-url-policy';
 import { startTokenServer, type TokenServer } from './support/token-server';
@@ -22,13 +22,15 @@ afterAll(async () => {
 
 /** A GET to `localhost` through a guarded agent, resolving to the status or the connection error. */
 async function getLocalhost(permit: AddressPermit, autoSelectFamily: boolean): Promise<number | Error> {
-  const request = httpRequest({
+  // Passed through the agent to net.connect, which declares it; http's own types do not.
+  const options: RequestOptions & { autoSelectFamily: boolean } = {
     host: 'localhost',
     port: new URL(server.origin).port,
     family: 4,
     autoSelectFamily,
     agent: agentFor('http:', permit),
-  });
+  };
+  const request = httpRequest(options);
   request.end();
   try {
     const [response] = (await once(request, 'response')) as [{ statusCode: number; resume(): void }];

@@ -1,28 +1,35 @@
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import type { Credentials } from './test-pki';
 
 /** What the scripted token server received for one request. */
 export interface ReceivedRequest {
   method: string;
-  /** Which TCP connection (1-based, in order of arrival) carried the request. */
+  /** Which TCP connection (1-based, in order of arrival; over HTTPS, of completed handshake) carried the request. */
   connection: number;
   /** Path and query exactly as sent. */
   url: string;
   headers: IncomingMessage['headers'];
   body: string;
   form: URLSearchParams;
+  /** The SNI host name the client sent, over HTTPS. */
+  servername?: string;
 }
 
 /** How the server answers the next request(s): a plain function of the request. */
 export type Script = (request: ReceivedRequest, response: ServerResponse) => void | Promise<void>;
 
 export interface TokenServer {
-  /** `http://127.0.0.1:PORT` */
+  /** `http://127.0.0.1:PORT`, or `https://localhost:PORT` over TLS. */
   readonly origin: string;
   readonly received: ReceivedRequest[];
   /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
   readonly connections: number;
+  /** TLS handshakes completed so far, over HTTPS (a resumed session is a handshake too). */
+  readonly handshakes: number;
   /** Replace how it answers from now on. */
   answer(script: Script): void;
   close(): Promise<void>;
@@ -40,14 +47,16 @@ export const DEMO_TOKEN = { access_token: 'scripted-access-token', token_type: '
 
 /**
  * A small real HTTP token server on 127.0.0.1:0 that records every request (headers, form body,
- * path and query) and answers as scripted: the IdP side of the tests, over real sockets.
+ * path and query) and answers as scripted: the IdP side of the tests, over real sockets. Given a
+ * certificate it serves HTTPS, and its origin names it `localhost`, the name the certificate is for.
  */
-export async function startTokenServer(script: Script = json(200, DEMO_TOKEN)): Promise<TokenServer> {
+export async function startTokenServer(script: Script = json(200, DEMO_TOKEN), tls?: Credentials): Promise<TokenServer> {
   let current = script;
   const received: ReceivedRequest[] = [];
   const sockets = new Set<Socket>();
   const connectionIds = new WeakMap<Socket, number>();
   let connections = 0;
+  let handshakes = 0;
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -59,6 +68,7 @@ export async function startTokenServer(script: Script = json(200, DEMO_TOKEN)): 
       headers: req.headers,
       body,
       form: new URLSearchParams(body),
+      ...(tls ? { servername: (req.socket as TLSSocket).servername || undefined } : {}),
     };
     received.push(request);
     try {
@@ -68,7 +78,13 @@ export async function startTokenServer(script: Script = json(200, DEMO_TOKEN)): 
     }
   };
   // serve() settles by itself: a script that throws ends its response.
-  const server: Server = createServer((req, res) => void serve(req, res));
+  const listener: RequestListener = (req, res) => void serve(req, res);
+  const server: Server = tls ? createHttpsServer(tls, listener) : createServer(listener);
+  // Over HTTPS requests arrive on the TLS socket, not on the TCP socket 'connection' numbered.
+  server.on('secureConnection', (socket: TLSSocket) => {
+    handshakes += 1;
+    connectionIds.set(socket, handshakes);
+  });
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     connections += 1;
@@ -79,10 +95,13 @@ export async function startTokenServer(script: Script = json(200, DEMO_TOKEN)): 
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   return {
-    origin: `http://127.0.0.1:${port}`,
+    origin: tls ? `https://localhost:${port}` : `http://127.0.0.1:${port}`,
     received,
     get connections() {
       return connections;
+    },
+    get handshakes() {
+      return handshakes;
     },
     answer(next) {
       current = next;

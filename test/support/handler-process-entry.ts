@@ -1,0 +1,25 @@
+/**
+ * The child side of handler-process.ts: the handler built from this process's own environment, as
+ * the deployed function builds it, answering each event sent over IPC.
+ */
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { loadConfig } from '../../lambda/config';
+import { createHandler } from '../../lambda/handler';
+
+interface Invocation {
+  id: number;
+  event: APIGatewayProxyEventV2;
+}
+
+// Logs would only mix with the test run's output; the tests assert on the answers.
+const handle = createHandler(loadConfig(process.env), { record: () => undefined });
+
+process.on('message', (message: Invocation) => {
+  void handle(message.event).then(
+    (result) => process.send?.({ id: message.id, result }),
+    (error: unknown) => process.send?.({ id: message.id, rejected: String(error) }),
+  );
+});
+// Pooled keep-alive sockets would keep this process alive once its test has gone.
+process.on('disconnect', () => process.exit(0));
+process.send?.({ ready: true });

@@ -1,0 +1,70 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+
+const REPO_ROOT = join(__dirname, '..', '..');
+
+/** The handler running in a child process, invoked with events as Lambda would. */
+export interface HandlerProcess {
+  invoke(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2>;
+  stop(): Promise<void>;
+}
+
+type Reply = { ready: true } | { id: number; result: APIGatewayProxyStructuredResultV2 } | { id: number; rejected: string };
+
+/**
+ * Start `createHandler(loadConfig(env))` in a process of its own, on the Node.js binary running
+ * the tests. For settings Node reads only when a process starts, such as `NODE_EXTRA_CA_CERTS`.
+ * `env` is the whole environment: nothing of the test process's configuration leaks in.
+ */
+export async function startHandlerProcess(env: NodeJS.ProcessEnv): Promise<HandlerProcess> {
+  let stderr = '';
+  const child: ChildProcess = fork(join(__dirname, 'handler-process-entry.ts'), [], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH, ...env },
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  const pending = new Map<number, { resolve(result: APIGatewayProxyStructuredResultV2): void; reject(error: Error): void }>();
+  const exited = once(child, 'exit');
+  let ready: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => (ready = resolve));
+  child.on('message', (reply: Reply) => {
+    if ('ready' in reply) return ready();
+    const waiting = pending.get(reply.id);
+    pending.delete(reply.id);
+    if ('result' in reply) waiting?.resolve(reply.result);
+    else waiting?.reject(new Error(`the handler rejected: ${reply.rejected}`));
+  });
+  child.on('exit', (code) => {
+    const error = new Error(`the handler process exited (${code}); stderr:\n${stderr}`);
+    for (const waiting of pending.values()) waiting.reject(error);
+    pending.clear();
+  });
+  await Promise.race([
+    started,
+    exited.then(([code]) => {
+      throw new Error(`the handler process exited (${code}) before it was ready; stderr:\n${stderr}`);
+    }),
+  ]);
+
+  let nextId = 0;
+  return {
+    invoke(event) {
+      const id = (nextId += 1);
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        child.send({ id, event });
+      });
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.disconnect();
+      await exited;
+    },
+  };
+}

@@ -2,7 +2,7 @@ import { App, Duration, Validations } from 'aws-cdk-lib';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { LogLevel } from '../lambda/config';
-import { TokenExchangeStack, type TokenExchangeStackProps } from './token-exchange-stack';
+import { type CallerAuthorization, TokenExchangeStack, type TokenExchangeStackProps } from './token-exchange-stack';
 
 /** How a context key is read (`-c key=value` gives strings, cdk.json may give JSON values). */
 type ContextReader = (key: string) => unknown;
@@ -51,6 +51,8 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
   const functionTimeoutSeconds = number('functionTimeoutSeconds');
   return {
     allowedTokenUrls: list('allowedTokenUrls'),
+    allowAnyPublicTokenUrl: onOff('allowAnyPublicTokenUrl'),
+    callerAuthorization: text('callerAuthorization')?.toLowerCase() as CallerAuthorization | undefined,
     upstreamTimeoutMs: number('upstreamTimeoutMs'),
     tokenCache: onOff('tokenCache'),
     logLevel: text('logLevel')?.toUpperCase() as LogLevel | undefined,
@@ -85,7 +87,13 @@ export function buildApp(app: App = new App()): TokenExchangeStack {
 }
 
 if (require.main === module) {
-  const app = new App();
-  buildApp(app);
-  app.synth();
+  try {
+    const app = new App();
+    buildApp(app);
+    app.synth();
+  } catch (error) {
+    // A refused setting is a message for whoever runs `cdk synth`, not a stack trace to dig through.
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  }
 }

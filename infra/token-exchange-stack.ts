@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import { CfnOutput, Duration, Stack, type StackProps, Tags, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, PayloadFormatVersion } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, type CfnFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
@@ -23,14 +24,35 @@ export const FUNCTION_RUNTIME = Runtime.NODEJS_24_X;
 /** API Gateway answers 503 after 30 s whatever the function does, so the function must finish first. */
 export const HTTP_API_INTEGRATION_LIMIT = Duration.seconds(30);
 
-/** Everything a deployment can tune. All optional: the defaults are what the stack deploys without context. */
+/** Who may call the token routes: anyone who can reach them, or SigV4-signed IAM principals. */
+export type CallerAuthorization = 'none' | 'iam';
+export const CALLER_AUTHORIZATIONS: readonly CallerAuthorization[] = ['none', 'iam'];
+
+/**
+ * Everything a deployment can tune. All optional but one choice: which token URLs the function may
+ * post secrets to (`allowedTokenUrls`, or `allowAnyPublicTokenUrl: true`).
+ */
 export interface TokenExchangeStackProps extends StackProps {
   /**
    * Token URL allowlist entries (`https://login.example.com`, `https://*.auth0.com`,
-   * `https://idp.example.com/oauth2/`), set as `TOKEN_URL_ALLOWLIST` joined with commas.
-   * @default [] - any public https URL
+   * `https://idp.example.com/oauth2/`), set as `TOKEN_URL_ALLOWLIST` joined with commas. Required
+   * unless `allowAnyPublicTokenUrl` is true: the stack refuses to be an open relay by accident.
+   * @default [] - refused unless allowAnyPublicTokenUrl is true
    */
   readonly allowedTokenUrls?: readonly string[];
+  /**
+   * Accept, explicitly, any public https URL a caller names as its token URL (an empty
+   * `TOKEN_URL_ALLOWLIST`): the function then posts client secrets wherever its callers say. Only
+   * without `allowedTokenUrls`.
+   * @default false
+   */
+  readonly allowAnyPublicTokenUrl?: boolean;
+  /**
+   * `none`: anyone who can reach the API may call it (the IdP judges the credentials). `iam`: both
+   * routes take only SigV4-signed requests from principals allowed `execute-api:Invoke` on them.
+   * @default 'none'
+   */
+  readonly callerAuthorization?: CallerAuthorization;
   /**
    * Deadline of the whole token request to the IdP, connect to last byte (`UPSTREAM_TIMEOUT_MS`), 1 to 29000.
    * @default 5000
@@ -101,6 +123,8 @@ export interface TokenExchangeStackProps extends StackProps {
 /** The values the stack uses for props left out. */
 export const TOKEN_EXCHANGE_DEFAULTS = {
   allowedTokenUrls: [] as readonly string[],
+  allowAnyPublicTokenUrl: false,
+  callerAuthorization: 'none' as CallerAuthorization,
   upstreamTimeoutMs: CONFIG_DEFAULTS.upstreamTimeoutMs,
   tokenCache: CONFIG_DEFAULTS.tokenCache,
   logLevel: CONFIG_DEFAULTS.logLevel as LogLevel,
@@ -186,15 +210,24 @@ export class TokenExchangeStack extends Stack {
     const integration = new HttpLambdaIntegration('TokenIntegration', this.handler, {
       payloadFormatVersion: PayloadFormatVersion.VERSION_2_0,
     });
-    for (const routePath of TOKEN_PATHS) api.addRoutes({ path: routePath, methods: [HttpMethod.POST], integration });
+    // IAM: API Gateway checks the SigV4 signature and the caller's execute-api:Invoke permission
+    // before the function runs; an unsigned or unpermitted request gets its 403 and costs nothing.
+    const authorizer = settings.callerAuthorization === 'iam' ? new HttpIamAuthorizer() : undefined;
+    for (const routePath of TOKEN_PATHS) api.addRoutes({ path: routePath, methods: [HttpMethod.POST], integration, authorizer });
 
     this.apiUrl = stage.url;
     new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'Base URL of the HTTP API' });
     new CfnOutput(this, 'TokenEndpointV1', { value: `${stage.url}v1/oauth/token`, description: 'POST client credentials here' });
     new CfnOutput(this, 'TokenEndpoint', { value: `${stage.url}oauth/token`, description: 'Same operation, unversioned path' });
+    if (authorizer) {
+      new CfnOutput(this, 'InvokeResources', {
+        value: TOKEN_PATHS.map((routePath) => api.arnForExecuteApi('POST', routePath, stage.stageName)).join(','),
+        description: 'Route ARNs a caller needs execute-api:Invoke on (comma-separated)',
+      });
+    }
 
     Tags.of(this).add('service', 'token-exchange');
-    acknowledgeInapplicableRules(api);
+    if (!authorizer) acknowledgePublicRoutes(api);
     // The environment can still grow after construction (addEnvironment, an aspect): check what is
     // synthesized, so a NODE_DEBUG that would print secrets, or any setting the function would
     // refuse, never reaches a deploy.
@@ -333,12 +366,32 @@ function validateSettings(settings: Settings): Settings {
     METRICS_NAMESPACE.test(settings.metricsNamespace),
     `metricsNamespace must be 1-255 letters, digits, spaces or . - _ / # : and not start with AWS/, got "${settings.metricsNamespace}"`,
   );
+  check(
+    CALLER_AUTHORIZATIONS.includes(settings.callerAuthorization),
+    `callerAuthorization must be one of ${CALLER_AUTHORIZATIONS.join(', ')}, got ${settings.callerAuthorization}`,
+  );
+  problems.push(...tokenUrlChoiceProblems(settings));
   problems.push(...allowlistProblems(settings.allowedTokenUrls));
   if (settings.corsOrigins !== undefined) problems.push(...corsProblems(settings.corsOrigins));
 
   if (problems.length > 0) throw new Error(`Invalid TokenExchangeStack props:\n- ${problems.join('\n- ')}`);
   return settings;
 }
+
+/** An empty allowlist posts secrets to any public https URL a caller names: only when asked to, explicitly. */
+function tokenUrlChoiceProblems({ allowedTokenUrls, allowAnyPublicTokenUrl }: Settings): string[] {
+  if (allowedTokenUrls.length === 0 && !allowAnyPublicTokenUrl) return [OPEN_RELAY_REFUSAL];
+  if (allowedTokenUrls.length > 0 && allowAnyPublicTokenUrl) {
+    return ['allowAnyPublicTokenUrl=true contradicts allowedTokenUrls: keep the list, or drop it to accept any public https token URL'];
+  }
+  return [];
+}
+
+/** Why synth stops with neither an allowlist nor the explicit opt-in, and the two ways forward. */
+export const OPEN_RELAY_REFUSAL =
+  'allowedTokenUrls is empty, so the function would post client secrets to any public https URL a caller names. ' +
+  'Either list the IdPs it may call (-c allowedTokenUrls=https://login.example.com,https://*.auth0.com), ' +
+  'or accept any public https token URL explicitly (-c allowAnyPublicTokenUrl=true)';
 
 function allowlistProblems(entries: readonly string[]): string[] {
   const problems: string[] = [];
@@ -373,11 +426,11 @@ function isOrigin(value: string): boolean {
   }
 }
 
-/** The AwsSolutions rules (cdk-nag) that cannot apply to a public token endpoint, each with its reason. */
-function acknowledgeInapplicableRules(api: HttpApi): void {
+/** The AwsSolutions rule (cdk-nag) that cannot apply when the routes are public by choice, with its reason. */
+function acknowledgePublicRoutes(api: HttpApi): void {
   Validations.of(api).acknowledge({
     id: 'AwsSolutions-APIG4',
     reason:
-      'The token routes are the authentication step itself: callers present OAuth client credentials in the body and the IdP judges them; there is no caller identity an authorizer could check first.',
+      'callerAuthorization is none: the token routes are the authentication step itself. Callers present OAuth client credentials in the body and the IdP judges them; callerAuthorization=iam puts SigV4 in front.',
   });
 }

@@ -3,6 +3,7 @@ import './simple-oauth2-debug';
 import type { AccessToken, Token } from 'simple-oauth2';
 import { Client } from 'simple-oauth2/lib/client';
 import ClientCredentialsGrantType from 'simple-oauth2/lib/client-credentials-grant-type';
+import { JWT_BEARER_ASSERTION_TYPE, signClientSecretJwt } from './client-assertion';
 import {
   ADDRESS_NOT_ALLOWED_DESCRIPTION,
   causeChain,
@@ -124,9 +125,7 @@ async function attemptOnce(
   const attempt = new UpstreamAttempt(agentFor(target.url.protocol, target.permit));
   const config = grantConfig(request, target, deadline);
   const client = new RawAnswerClientCredentials(config, new Client(config));
-  const params: Record<string, string> = { grant_type: request.grantType };
-  if (request.scope !== undefined) params.scope = request.scope;
-  if (request.audience !== undefined) params.audience = request.audience;
+  const params = tokenParams(request);
 
   const timer = setTimeout(() => attempt.abort(), Math.max(0, deadline - performance.now()));
   try {
@@ -149,16 +148,17 @@ async function attemptOnce(
  */
 export function grantConfig(request: TokenRequest, target: TokenTarget, deadline: number) {
   return {
-    client: { id: request.clientId, secret: request.clientSecret, idParamName: 'client_id', secretParamName: 'client_secret' },
+    client: { id: request.clientId, idParamName: 'client_id', ...clientCredential(request, target) },
     // The absolute URL as tokenPath: wreck resolves the path against tokenHost, so a relative path
     // such as `//169.254.169.254/x` could change the host; an absolute one resolves to itself.
     auth: { tokenHost: target.url.origin, tokenPath: target.url.href, refreshPath: target.url.href, revokePath: '/oauth/revoke' },
     options: {
       scopeSeparator: ' ',
-      // RFC 6749 2.3.1: id and secret are form-encoded before the Basic header is built.
-      credentialsEncodingMode: 'strict',
+      // RFC 6749 2.3.1: id and secret are form-encoded before the Basic header is built ('strict');
+      // 'loose' sends them as given, for servers that never form-decode them.
+      credentialsEncodingMode: request.basicCredentialsEncoding === 'raw' ? 'loose' : 'strict',
       bodyFormat: 'form',
-      authorizationMethod: request.authMethod === 'client_secret_post' ? 'body' : 'header',
+      authorizationMethod: request.authMethod === 'client_secret_basic' ? 'header' : 'body',
     },
     http: {
       headers: { accept: 'application/json', 'user-agent': USER_AGENT },
@@ -171,6 +171,41 @@ export function grantConfig(request: TokenRequest, target: TokenTarget, deadline
       timeout: Math.max(1, Math.ceil(deadline - performance.now())),
     },
   } as const;
+}
+
+/**
+ * What simple-oauth2 sends as the client's "secret", and under which form parameter. For the two
+ * JWT methods (RFC 7523 2.2) that is the assertion as `client_assertion`, with `client_id` beside
+ * it, so no client secret ever reaches the wire; the assertion type goes in {@link tokenParams}.
+ */
+function clientCredential(request: TokenRequest, target: TokenTarget): { secret: string; secretParamName: string } {
+  switch (request.authMethod) {
+    case 'client_secret_jwt':
+      return {
+        secret: signClientSecretJwt(request.clientId, request.clientSecret, target.url.href),
+        secretParamName: 'client_assertion',
+      };
+    case 'private_key_jwt':
+      return { secret: request.clientAssertion, secretParamName: 'client_assertion' };
+    default:
+      return { secret: request.clientSecret, secretParamName: 'client_secret' };
+  }
+}
+
+/**
+ * The token request's form parameters besides client authentication. An array value becomes one
+ * parameter per item (simple-oauth2 encodes the form with `querystring`), as RFC 8707 2 wants
+ * for `resource`.
+ */
+function tokenParams(request: TokenRequest): Record<string, string | readonly string[]> {
+  const params: Record<string, string | readonly string[]> = { grant_type: request.grantType };
+  if (request.scope !== undefined) params.scope = request.scope;
+  if (request.audience !== undefined) params.audience = request.audience;
+  if (request.resource !== undefined) params.resource = request.resource;
+  if (request.authMethod === 'client_secret_jwt' || request.authMethod === 'private_key_jwt') {
+    params.client_assertion_type = JWT_BEARER_ASSERTION_TYPE;
+  }
+  return params;
 }
 
 function checkAnswer(answer: unknown, attempt: UpstreamAttempt): IdpToken {

@@ -1,4 +1,5 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { isCacheable } from './cache-eligibility';
 import { type Config, loadConfig } from './config';
 import { ExchangeError } from './errors';
 import { exchangeToken, type IdpToken, type UpstreamReport } from './exchange';
@@ -33,7 +34,7 @@ export function createHandler(config: Config, observability: Observability = pow
       const target = checkTokenUrl(request.accessTokenUrl, config.allowlist);
       record.idp_host = target.url.hostname;
       const exchange = (): Promise<IdpToken> => exchangeToken(request, target, config.upstreamTimeoutMs, upstream);
-      if (cache) {
+      if (cache && isCacheable(request)) {
         const { token, hit } = await cache.get(cacheKey(request, target.url.href), exchange);
         record.cache = hit ? 'hit' : 'miss';
         response = jsonResponse(200, token, { 'x-token-cache': record.cache });

@@ -12,7 +12,7 @@ declare module 'simple-oauth2/lib/client-credentials-grant-type' {
 
   class ClientCredentialsGrantType {
     constructor(config: unknown, client: unknown);
-    getToken(params: Record<string, string>, httpOptions?: WreckHttpOptions): Promise<AccessToken>;
+    getToken(params: Record<string, string | readonly string[]>, httpOptions?: WreckHttpOptions): Promise<AccessToken>;
     createToken(token: Token): AccessToken;
   }
   export = ClientCredentialsGrantType;

@@ -31,6 +31,8 @@ export function cacheKey(request: TokenRequest, tokenUrl: string): string {
     request.grantType,
     request.scope ?? null,
     request.audience ?? null,
+    request.resource ?? null,
+    request.basicCredentialsEncoding ?? null,
   ];
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64url');
 }

@@ -1,18 +1,47 @@
+import { clientAssertionProblem, JWT_BEARER_ASSERTION_TYPE } from './client-assertion';
 import { ExchangeError, invalidRequest } from './errors';
 import { isRecord } from './routes';
 
-export type AuthMethod = 'client_secret_basic' | 'client_secret_post';
+export type AuthMethod = 'client_secret_basic' | 'client_secret_post' | 'client_secret_jwt' | 'private_key_jwt';
+
+/** How `client_secret_basic` puts id and secret in the header: form-encoded first (RFC 6749 2.3.1), or as given. */
+export type BasicCredentialsEncoding = 'form' | 'raw';
 
 /** A validated token request: what the caller asked for, before the token URL policy is applied. */
-export interface TokenRequest {
+export type TokenRequest = RequestFields & ClientAuthentication;
+
+interface RequestFields {
   readonly clientId: string;
-  readonly clientSecret: string;
   readonly accessTokenUrl: string;
   readonly grantType: string;
   readonly scope?: string;
   readonly audience?: string;
-  readonly authMethod: AuthMethod;
+  /** RFC 8707 resource indicators, each sent as its own `resource` parameter. */
+  readonly resource?: readonly string[];
 }
+
+/** One client authentication method per request (RFC 6749 2.3), with exactly what it needs. */
+export type ClientAuthentication =
+  | {
+      readonly authMethod: 'client_secret_basic';
+      readonly clientSecret: string;
+      /** Absent: `form`. */
+      readonly basicCredentialsEncoding?: BasicCredentialsEncoding;
+      readonly clientAssertion?: never;
+    }
+  | {
+      readonly authMethod: 'client_secret_post' | 'client_secret_jwt';
+      readonly clientSecret: string;
+      readonly basicCredentialsEncoding?: never;
+      readonly clientAssertion?: never;
+    }
+  | {
+      readonly authMethod: 'private_key_jwt';
+      /** The caller's signed assertion, passed through unread: the service holds no key. */
+      readonly clientAssertion: string;
+      readonly clientSecret?: never;
+      readonly basicCredentialsEncoding?: never;
+    };
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -22,8 +51,23 @@ const GRANT_NAME = /^[-._A-Za-z0-9]+$/;
 const ABSOLUTE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/;
 // RFC 6749 3.3: scope = scope-token *( SP scope-token ), scope-token = 1*NQCHAR.
 const SCOPE = /^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/;
-const AUTH_METHODS: readonly AuthMethod[] = ['client_secret_basic', 'client_secret_post'];
-const FIELDS = ['client_id', 'client_secret', 'access_token_url', 'grant_type', 'scope', 'audience', 'token_endpoint_auth_method'] as const;
+// RFC 8707 2: an absolute URI (RFC 3986 4.3) that MAY have a query and MUST NOT have a fragment.
+const RESOURCE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?[\]]|%[0-9A-Fa-f]{2})+$/;
+const AUTH_METHODS: readonly AuthMethod[] = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'];
+const BASIC_ENCODINGS: readonly BasicCredentialsEncoding[] = ['form', 'raw'];
+const FIELDS = [
+  'client_id',
+  'client_secret',
+  'access_token_url',
+  'grant_type',
+  'scope',
+  'audience',
+  'token_endpoint_auth_method',
+  'client_assertion',
+  'client_assertion_type',
+  'resource',
+  'basic_credentials_encoding',
+] as const;
 type Field = (typeof FIELDS)[number];
 type Fields = Partial<Record<Field, unknown>>;
 
@@ -118,9 +162,10 @@ function readForm(body: string): Fields {
   const fields: Fields = {};
   for (const field of FIELDS) {
     const values = params.getAll(field);
-    // RFC 6749 3.2: request parameters MUST NOT be included more than once.
-    if (values.length > 1) throw invalidRequest(`${field} must not be repeated`);
-    if (values.length === 1) fields[field] = values[0];
+    // RFC 8707 2: `resource` may be repeated, one indicator each; RFC 6749 3.2: no other parameter.
+    if (field === 'resource' && values.length > 1) fields[field] = values;
+    else if (values.length > 1) throw invalidRequest(`${field} must not be repeated`);
+    else if (values.length === 1) fields[field] = values[0];
   }
   return fields;
 }
@@ -130,10 +175,7 @@ function validate(fields: Fields): TokenRequest {
   if (clientId.length < 1 || clientId.length > 256 || !PRINTABLE_ASCII.test(clientId)) {
     throw invalidRequest('client_id must be 1 to 256 printable ASCII characters');
   }
-  const clientSecret = requiredString(fields, 'client_secret');
-  if (clientSecret.length > 1024 || !PRINTABLE_ASCII.test(clientSecret)) {
-    throw invalidRequest('client_secret must be at most 1024 printable ASCII characters');
-  }
+  const credentials = readClientAuthentication(fields);
   const accessTokenUrl = requiredString(fields, 'access_token_url');
 
   const grantType = optionalString(fields, 'grant_type') ?? 'client_credentials';
@@ -148,20 +190,91 @@ function validate(fields: Fields): TokenRequest {
     throw invalidRequest('audience must be 1 to 2048 printable ASCII characters');
   }
 
-  const authMethod = optionalString(fields, 'token_endpoint_auth_method') ?? 'client_secret_basic';
-  if (!AUTH_METHODS.includes(authMethod as AuthMethod)) {
-    throw invalidRequest('token_endpoint_auth_method must be client_secret_basic or client_secret_post');
-  }
+  const resource = readResource(fields.resource);
 
   return {
     clientId,
-    clientSecret,
+    ...credentials,
     accessTokenUrl,
     grantType,
-    authMethod: authMethod as AuthMethod,
     ...(scope === undefined ? {} : { scope }),
     ...(audience === undefined ? {} : { audience }),
+    ...(resource === undefined ? {} : { resource }),
   };
+}
+
+/**
+ * The client authentication (RFC 6749 2.3, RFC 7521 4.2): a secret for the three secret methods,
+ * or the caller's own assertion for `private_key_jwt`, which `client_assertion` implies. One
+ * method per request: a field that belongs to another method is refused, never silently dropped.
+ */
+function readClientAuthentication(fields: Fields): ClientAuthentication {
+  const assertion = optionalString(fields, 'client_assertion');
+  const method =
+    optionalString(fields, 'token_endpoint_auth_method') ?? (assertion === undefined ? 'client_secret_basic' : 'private_key_jwt');
+  if (!AUTH_METHODS.includes(method as AuthMethod)) {
+    throw invalidRequest(`token_endpoint_auth_method must be one of ${AUTH_METHODS.join(', ')}`);
+  }
+  const authMethod = method as AuthMethod;
+
+  const encoding = optionalString(fields, 'basic_credentials_encoding');
+  if (encoding !== undefined && !BASIC_ENCODINGS.includes(encoding as BasicCredentialsEncoding)) {
+    throw invalidRequest('basic_credentials_encoding must be form or raw');
+  }
+  if (encoding !== undefined && authMethod !== 'client_secret_basic') {
+    throw invalidRequest('basic_credentials_encoding applies only to token_endpoint_auth_method client_secret_basic');
+  }
+
+  if (authMethod === 'private_key_jwt') {
+    if (assertion === undefined) throw invalidRequest('client_assertion is required with token_endpoint_auth_method private_key_jwt');
+    if (fields.client_secret !== undefined) {
+      throw invalidRequest('client_secret must not be sent with client_assertion: private_key_jwt authenticates with the assertion alone');
+    }
+    const problem = clientAssertionProblem(assertion);
+    if (problem !== undefined) throw invalidRequest(`client_assertion ${problem}`);
+    const assertionType = optionalString(fields, 'client_assertion_type');
+    if (assertionType === undefined) throw invalidRequest('client_assertion_type is required with client_assertion');
+    if (assertionType !== JWT_BEARER_ASSERTION_TYPE) throw invalidRequest(`client_assertion_type must be ${JWT_BEARER_ASSERTION_TYPE}`);
+    return { authMethod, clientAssertion: assertion };
+  }
+
+  if (assertion !== undefined) {
+    throw invalidRequest('client_assertion is only for token_endpoint_auth_method private_key_jwt (leave the method out, or send that)');
+  }
+  if (fields.client_assertion_type !== undefined) {
+    throw invalidRequest('client_assertion_type is only sent with client_assertion (private_key_jwt)');
+  }
+  const clientSecret = requiredString(fields, 'client_secret');
+  if (clientSecret.length > 1024 || !PRINTABLE_ASCII.test(clientSecret)) {
+    throw invalidRequest('client_secret must be at most 1024 printable ASCII characters');
+  }
+  if (authMethod === 'client_secret_jwt' && clientSecret === '') {
+    throw invalidRequest('client_secret must not be empty with client_secret_jwt: it is the key the assertion is signed with');
+  }
+  if (authMethod === 'client_secret_basic')
+    return { authMethod, clientSecret, basicCredentialsEncoding: (encoding ?? 'form') as BasicCredentialsEncoding };
+  return { authMethod, clientSecret };
+}
+
+/** RFC 8707 2: one or more absolute URIs without a fragment. */
+function readResource(value: unknown): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  let resources: readonly unknown[];
+  if (typeof value === 'string') {
+    resources = [value];
+  } else if (Array.isArray(value)) {
+    if (value.length === 0) throw invalidRequest('resource must not be an empty array');
+    resources = value;
+  } else {
+    throw invalidRequest('resource must be a string or an array of strings');
+  }
+  if (!resources.every((item): item is string => typeof item === 'string')) {
+    throw invalidRequest('resource must be a string or an array of strings');
+  }
+  if (!resources.every((item) => item.length <= 2048 && RESOURCE_URI.test(item))) {
+    throw invalidRequest('resource must be absolute URIs without a fragment (RFC 8707 2), at most 2048 characters each');
+  }
+  return resources;
 }
 
 function readScope(value: unknown): string | undefined {

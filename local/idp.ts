@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
-import Provider, { type ClientMetadata, type JWK } from 'oidc-provider';
+import Provider, { type ClientMetadata, errors, type JWK, type ResourceServer } from 'oidc-provider';
 import { memoryAdapter } from './memory-adapter';
 
 /** A client of the embedded IdP. Demo values, printed on purpose: they only open this throwaway IdP. */
@@ -22,6 +22,8 @@ export interface Idp {
     readonly basic: DemoClient;
     /** Registered for `client_secret_post`. */
     readonly post: DemoClient;
+    /** Registered for `client_secret_jwt`: the IdP verifies an HS256 assertion made with the secret. */
+    readonly jwt: DemoClient;
   };
   close(): Promise<void>;
 }
@@ -29,16 +31,25 @@ export interface Idp {
 export const DEMO_CLIENTS = {
   basic: { clientId: 'demo-client', clientSecret: 'demo-secret' },
   post: { clientId: 'demo-post-client', clientSecret: 'demo-post-secret' },
+  jwt: { clientId: 'demo-jwt-client', clientSecret: 'demo-jwt-secret' },
 } as const satisfies Idp['clients'];
 
 export const DEMO_SCOPES = ['read', 'write'] as const;
 
+export interface IdpOptions {
+  port?: number;
+  host?: string;
+  /** Clients registered beside the demo ones (tests add a `private_key_jwt` client with their own key). */
+  extraClients?: readonly ClientMetadata[];
+}
+
 /**
  * Start a real OAuth 2.0 authorization server (oidc-provider) that issues tokens for the
- * client-credentials grant (RFC 6749 4.4) to the two demo clients, over http on a loopback address.
+ * client-credentials grant (RFC 6749 4.4) to the demo clients, over http on a loopback address.
+ * Any `https` resource indicator (RFC 8707) gets a JWT access token whose `aud` is that resource.
  * Keys are generated at every start, and tokens live in memory only.
  */
-export async function startIdp(options: { port?: number; host?: string } = {}): Promise<Idp> {
+export async function startIdp(options: IdpOptions = {}): Promise<Idp> {
   const host = options.host ?? '127.0.0.1';
   const key = await signingKey();
   const server = createServer();
@@ -51,11 +62,20 @@ export async function startIdp(options: { port?: number; host?: string } = {}): 
   try {
     provider = new Provider(issuer, {
       adapter: memoryAdapter(),
-      clients: [client(DEMO_CLIENTS.basic, 'client_secret_basic'), client(DEMO_CLIENTS.post, 'client_secret_post')],
+      clients: [
+        client(DEMO_CLIENTS.basic, 'client_secret_basic'),
+        client(DEMO_CLIENTS.post, 'client_secret_post'),
+        client(DEMO_CLIENTS.jwt, 'client_secret_jwt'),
+        ...(options.extraClients ?? []),
+      ],
       scopes: [...DEMO_SCOPES],
       jwks: { keys: [key] },
       cookies: { keys: [randomBytes(32).toString('base64url')] },
-      features: { clientCredentials: { enabled: true }, devInteractions: { enabled: false } },
+      features: {
+        clientCredentials: { enabled: true },
+        devInteractions: { enabled: false },
+        resourceIndicators: { enabled: true, getResourceServerInfo: resourceServerInfo },
+      },
       routes: { token: '/token' },
       // A number, not oidc-provider's default function, which prints a notice the first time it runs.
       ttl: { ClientCredentials: 3600 },
@@ -80,7 +100,16 @@ export async function startIdp(options: { port?: number; host?: string } = {}): 
   };
 }
 
-function client({ clientId, clientSecret }: DemoClient, method: 'client_secret_basic' | 'client_secret_post'): ClientMetadata {
+/** Every https resource is a demo API: its tokens are JWTs addressed to it (`aud`), with the demo scopes. */
+async function resourceServerInfo(_ctx: unknown, resourceIndicator: string): Promise<ResourceServer> {
+  if (!resourceIndicator.startsWith('https://')) throw new errors.InvalidTarget('the demo IdP knows only https resources');
+  return { scope: DEMO_SCOPES.join(' '), audience: resourceIndicator, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } };
+}
+
+function client(
+  { clientId, clientSecret }: DemoClient,
+  method: 'client_secret_basic' | 'client_secret_post' | 'client_secret_jwt',
+): ClientMetadata {
   return {
     client_id: clientId,
     client_secret: clientSecret,

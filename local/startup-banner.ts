@@ -6,10 +6,11 @@ import type { Idp } from './idp';
  * allows, the embedded IdP's token URL and demo clients, and a `curl` that gets a token through it.
  */
 export function startupBanner(serviceUrl: string, idp: Pick<Idp, 'tokenUrl' | 'clients'>, allowlist: string): string {
-  const { basic, post } = idp.clients;
+  const { basic, post, jwt } = idp.clients;
   const basicClient = `${basic.clientId} / ${basic.clientSecret}`;
   const postClient = `${post.clientId} / ${post.clientSecret}`;
-  const width = Math.max(basicClient.length, postClient.length);
+  const jwtClient = `${jwt.clientId} / ${jwt.clientSecret}`;
+  const width = Math.max(basicClient.length, postClient.length, jwtClient.length);
   const body = JSON.stringify({
     client_id: basic.clientId,
     client_secret: basic.clientSecret,
@@ -26,6 +27,7 @@ export function startupBanner(serviceUrl: string, idp: Pick<Idp, 'tokenUrl' | 'c
     `  token URL     ${idp.tokenUrl}`,
     `  demo client   ${basicClient.padEnd(width)}  (client_secret_basic)`,
     `  demo client   ${postClient.padEnd(width)}  (client_secret_post)`,
+    `  demo client   ${jwtClient.padEnd(width)}  (client_secret_jwt)`,
     '',
     'Get a token:',
     `  curl -s ${serviceUrl}${TOKEN_PATHS[0]} \\`,

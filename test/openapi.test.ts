@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { JWT_BEARER_ASSERTION_TYPE } from '../lambda/client-assertion';
 import { loadConfig } from '../lambda/config';
 import {
   ERROR_STATUS,
@@ -18,6 +19,8 @@ import { type ActualResponse, loadOpenApi, OpenApiValidator, type ResponseObject
 import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
 
 const document = loadOpenApi();
+// A compact JWS of the right shape: `{"alg":"ES256","typ":"JWT"}`, `{"iss":"demo-client"}`, a made-up signature.
+const JWS = 'eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJkZW1vLWNsaWVudCJ9.c2lnbmF0dXJl';
 const api = new OpenApiValidator(document);
 const TOKEN_PATH = '/v1/oauth/token';
 
@@ -322,6 +325,14 @@ describe('the documented request schemas agree with the handler', () => {
     access_token_url: tokenUrl,
     ...overrides,
   });
+  /** A private_key_jwt request: a well-shaped caller assertion (the scripted server checks no signature). */
+  const assertion = (overrides: Record<string, unknown> = {}): Record<string, unknown> => ({
+    client_id: 'demo-client',
+    client_assertion: JWS,
+    client_assertion_type: JWT_BEARER_ASSERTION_TYPE,
+    access_token_url: tokenUrl,
+    ...overrides,
+  });
   const without = (field: string): Record<string, unknown> => {
     const { [field]: _removed, ...rest } = valid();
     return rest;
@@ -340,7 +351,18 @@ describe('the documented request schemas agree with the handler', () => {
       200,
     ],
     ['an absolute URI grant type', () => valid({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer' }), 200],
-    ['an unknown field', () => valid({ resource: 'https://api.example.com' }), 200],
+    ['an unknown field', () => valid({ client_name: 'billing' }), 200],
+    ['client_secret_jwt', () => valid({ token_endpoint_auth_method: 'client_secret_jwt' }), 200],
+    ['a client_assertion, which implies private_key_jwt', () => assertion(), 200],
+    ['a client_assertion and private_key_jwt', () => assertion({ token_endpoint_auth_method: 'private_key_jwt' }), 200],
+    ['a resource', () => valid({ resource: 'https://api.example.com/orders?v=2' }), 200],
+    ['an array of resources', () => valid({ resource: ['https://api.example.com/', 'urn:example:billing'] }), 200],
+    ['raw Basic credentials', () => valid({ basic_credentials_encoding: 'raw' }), 200],
+    [
+      'form Basic credentials named with client_secret_basic',
+      () => valid({ basic_credentials_encoding: 'form', token_endpoint_auth_method: 'client_secret_basic' }),
+      200,
+    ],
     ['an empty client_secret', () => valid({ client_secret: '' }), 200],
     ['a client_id of 256 characters', () => valid({ client_id: 'c'.repeat(256) }), 200],
     ['a client_secret of 1024 characters', () => valid({ client_secret: 's'.repeat(1024) }), 200],
@@ -374,7 +396,34 @@ describe('the documented request schemas agree with the handler', () => {
     ['a scope array with a number', () => valid({ scope: ['read', 1] }), 400],
     ['a null audience', () => valid({ audience: null }), 400],
     ['an empty audience', () => valid({ audience: '' }), 400],
-    ['an unknown token_endpoint_auth_method', () => valid({ token_endpoint_auth_method: 'private_key_jwt' }), 400],
+    ['an unknown token_endpoint_auth_method', () => valid({ token_endpoint_auth_method: 'none' }), 400],
+    ['private_key_jwt without a client_assertion', () => valid({ token_endpoint_auth_method: 'private_key_jwt' }), 400],
+    [
+      'client_secret_jwt with an empty client_secret',
+      () => valid({ token_endpoint_auth_method: 'client_secret_jwt', client_secret: '' }),
+      400,
+    ],
+    ['a client_assertion beside a client_secret', () => assertion({ client_secret: 'demo-secret' }), 400],
+    ['a client_assertion with client_secret_post', () => assertion({ token_endpoint_auth_method: 'client_secret_post' }), 400],
+    ['a client_assertion without client_assertion_type', () => assertion({ client_assertion_type: undefined }), 400],
+    [
+      'another client_assertion_type',
+      () => assertion({ client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:saml2-bearer' }),
+      400,
+    ],
+    ['a client_assertion_type without a client_assertion', () => valid({ client_assertion_type: JWT_BEARER_ASSERTION_TYPE }), 400],
+    ['a client_assertion of two segments', () => assertion({ client_assertion: 'eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJhIn0' }), 400],
+    ['a client_assertion over 8 KiB', () => assertion({ client_assertion: `${JWS}${'A'.repeat(8192 - JWS.length + 1)}` }), 400],
+    ['a resource with a fragment', () => valid({ resource: 'https://api.example.com/#orders' }), 400],
+    ['a relative resource', () => valid({ resource: '/orders' }), 400],
+    ['an empty resource array', () => valid({ resource: [] }), 400],
+    ['an unknown basic_credentials_encoding', () => valid({ basic_credentials_encoding: 'loose' }), 400],
+    [
+      'raw Basic credentials with client_secret_post',
+      () => valid({ basic_credentials_encoding: 'raw', token_endpoint_auth_method: 'client_secret_post' }),
+      400,
+    ],
+    ['raw Basic credentials with a client_assertion', () => assertion({ basic_credentials_encoding: 'raw' }), 400],
   ];
 
   it.each(jsonCases)('JSON with %s: the schema and the handler agree (%#)', async (_name, makeBody, expectedStatus) => {
@@ -398,6 +447,18 @@ describe('the documented request schemas agree with the handler', () => {
     ['a missing client_secret', () => without('client_secret') as Record<string, string>, 400],
     ['a scope with a double space', () => ({ ...(valid() as Record<string, string>), scope: 'read  write' }), 400],
     ['an unknown token_endpoint_auth_method', () => ({ ...(valid() as Record<string, string>), token_endpoint_auth_method: 'none' }), 400],
+    ['a client_assertion', () => assertion() as Record<string, string>, 200],
+    ['a resource', () => ({ ...(valid() as Record<string, string>), resource: 'https://api.example.com/' }), 200],
+    ['a client_assertion beside a client_secret', () => assertion({ client_secret: 'demo-secret' }) as Record<string, string>, 400],
+    [
+      'raw Basic credentials with client_secret_post',
+      () => ({
+        ...(valid() as Record<string, string>),
+        basic_credentials_encoding: 'raw',
+        token_endpoint_auth_method: 'client_secret_post',
+      }),
+      400,
+    ],
   ];
 
   it.each(formCases)('a form with %s: the schema and the handler agree (%#)', async (_name, makeFields, expectedStatus) => {
@@ -425,6 +486,7 @@ describe('the documented request schemas agree with the handler', () => {
       'urn:ietf:params:oauth:grant-type:jwt-bearer',
       'client_secret_basic',
       'client_secret_post',
+      'client_secret_jwt',
       'private_key_jwt',
       'read write',
       'read  write',
@@ -458,6 +520,38 @@ describe('the documented request schemas agree with the handler', () => {
       scope: field('read write'),
       audience: field('https://api.example.com'),
       token_endpoint_auth_method: field('client_secret_post'),
+      // Rarely present, so the secret methods stay the common case. No three-segment junk: the
+      // schema can check the JWS's shape, not decode its header (the handler tests cover that).
+      client_assertion: fc.oneof(
+        { weight: 4, arbitrary: fc.constant(undefined) },
+        { weight: 2, arbitrary: fc.constant(JWS) },
+        { weight: 1, arbitrary: fc.constantFrom('', 'not-a-jws', 'a.b', 42, null) },
+      ),
+      client_assertion_type: fc.oneof(
+        { weight: 4, arbitrary: fc.constant(undefined) },
+        { weight: 2, arbitrary: fc.constant(JWT_BEARER_ASSERTION_TYPE) },
+        { weight: 1, arbitrary: value },
+      ),
+      resource: fc.oneof(
+        { weight: 4, arbitrary: fc.constant(undefined) },
+        {
+          weight: 2,
+          arbitrary: fc.constantFrom(
+            'https://api.example.com/',
+            ['https://a.example.com/', 'urn:x:y'],
+            'https://x.example/#f',
+            '/rel',
+            '%zz:x',
+            [],
+          ),
+        },
+        { weight: 1, arbitrary: value },
+      ),
+      basic_credentials_encoding: fc.oneof(
+        { weight: 4, arbitrary: fc.constant(undefined) },
+        { weight: 2, arbitrary: fc.constantFrom('form', 'raw') },
+        { weight: 1, arbitrary: value },
+      ),
     });
     const schema = requestSchema('application/json');
 

@@ -12,11 +12,22 @@ export function projectContext(): Record<string, unknown> {
 }
 
 /**
+ * The stack refuses to guess whether any public token URL is fine (no open relay by accident), so a
+ * test that names no allowlist says so explicitly, here: any public https URL.
+ */
+export function withTokenUrlChoice<T extends Record<string, unknown>>(settings: T): T {
+  const chosen = ['allowedTokenUrls', 'allowAnyPublicTokenUrl'].some((key) => Object.hasOwn(settings, key));
+  return chosen ? settings : { allowAnyPublicTokenUrl: true, ...settings };
+}
+
+/**
  * An app as `cdk synth` builds it. `bundle: false` skips esbuild (the function's code is then a
  * placeholder), for tests that look only at the template.
  */
 export function newApp({ bundle, context = {} }: { bundle: boolean; context?: Record<string, unknown> }): App {
-  return new App({ context: { ...projectContext(), ...(bundle ? {} : { 'aws:cdk:bundling-stacks': [] }), ...context } });
+  return new App({
+    context: { ...projectContext(), ...(bundle ? {} : { 'aws:cdk:bundling-stacks': [] }), ...withTokenUrlChoice(context) },
+  });
 }
 
 /** One stack and its template, synthesized once. */
@@ -25,6 +36,6 @@ export function synthesize(
   { bundle = false } = {},
 ): { app: App; stack: TokenExchangeStack; template: Template } {
   const app = newApp({ bundle });
-  const stack = new TokenExchangeStack(app, 'TokenExchangeTest', props);
+  const stack = new TokenExchangeStack(app, 'TokenExchangeTest', withTokenUrlChoice({ ...props }));
   return { app, stack, template: Template.fromStack(stack) };
 }

@@ -3,11 +3,11 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { TokenExchangeStack, type TokenExchangeStackProps } from '../../infra/token-exchange-stack';
 import type { LogLevel } from '../../lambda/config';
-import { newApp } from './stack-fixture';
+import { newApp, withTokenUrlChoice } from './stack-fixture';
 
 // Validation runs before any construct is made, so none of these tests bundles anything.
 function construct(props: TokenExchangeStackProps): TokenExchangeStack {
-  return new TokenExchangeStack(newApp({ bundle: false }), 'PropsTest', props);
+  return new TokenExchangeStack(newApp({ bundle: false }), 'PropsTest', withTokenUrlChoice({ ...props }));
 }
 
 describe('TokenExchangeStack props validation', () => {

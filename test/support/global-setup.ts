@@ -1,5 +1,6 @@
 import { type Idp, startIdp } from '../../local/idp';
-import { IDP_ENV_NAMES } from './idp-env';
+import { exportCallerKey, generateCallerKey, privateKeyJwtClient } from './caller-assertions';
+import { IDP_ENV_NAMES, KEY_CLIENT_ID } from './idp-env';
 
 /** global-teardown.ts closes it; globalSetup and globalTeardown share jest's parent process. */
 export const IDP_HANDLE = Symbol.for('token-exchange.test.idp');
@@ -9,7 +10,9 @@ export const IDP_HANDLE = Symbol.for('token-exchange.test.idp');
  * process.env, which test workers inherit; tests read them with idpEnv() from ./idp-env.
  */
 export default async function globalSetup(): Promise<void> {
-  const idp: Idp = await startIdp({ port: 0 });
+  // A private_key_jwt caller: the IdP learns its public key; the tests sign with the private one.
+  const callerKey = generateCallerKey();
+  const idp: Idp = await startIdp({ port: 0, extraClients: [privateKeyJwtClient(KEY_CLIENT_ID, callerKey.publicJwk)] });
   (globalThis as Record<symbol, unknown>)[IDP_HANDLE] = idp;
   Object.assign(process.env, {
     [IDP_ENV_NAMES.issuer]: idp.issuer,
@@ -18,5 +21,8 @@ export default async function globalSetup(): Promise<void> {
     [IDP_ENV_NAMES.basicClientSecret]: idp.clients.basic.clientSecret,
     [IDP_ENV_NAMES.postClientId]: idp.clients.post.clientId,
     [IDP_ENV_NAMES.postClientSecret]: idp.clients.post.clientSecret,
+    [IDP_ENV_NAMES.jwtClientId]: idp.clients.jwt.clientId,
+    [IDP_ENV_NAMES.jwtClientSecret]: idp.clients.jwt.clientSecret,
+    [IDP_ENV_NAMES.keyClientKey]: exportCallerKey(callerKey),
   });
 }

@@ -1,0 +1,480 @@
+import { JWT_BEARER_ASSERTION_TYPE } from '../lambda/client-assertion';
+import { loadConfig } from '../lambda/config';
+import { destroyAgents } from '../lambda/guarded-agents';
+import { createHandler, type TokenHandler } from '../lambda/handler';
+import { assertionClaims, decodeJws, generateCallerKey, signEs256, unsignedShape, verifiesHs256 } from './support/caller-assertions';
+import { bodyOf, formEvent, recordingObservability, tokenEvent } from './support/events';
+import { DEMO_TOKEN, json, type ReceivedRequest, type Script, startTokenServer, type TokenServer } from './support/token-server';
+
+// What each client authentication method and the new parameters put on the wire, seen by a
+// scripted token server on 127.0.0.1; and every way a request using them is refused before any
+// connection is made.
+const SECRET = 'client-auth-test-secret';
+const CALLER_KEY = generateCallerKey();
+let server: TokenServer;
+let handle: TokenHandler;
+let observed: ReturnType<typeof recordingObservability>;
+
+const tokenUrl = (): string => `${server.origin}/oauth2/token`;
+const request = (overrides: Record<string, unknown> = {}): Record<string, unknown> => ({
+  client_id: 'service-a',
+  client_secret: SECRET,
+  access_token_url: tokenUrl(),
+  ...overrides,
+});
+const callerAssertion = (): string => signEs256(CALLER_KEY, assertionClaims('service-a', tokenUrl()));
+const assertionRequest = (assertion = callerAssertion(), overrides: Record<string, unknown> = {}): Record<string, unknown> => ({
+  client_id: 'service-a',
+  client_assertion: assertion,
+  client_assertion_type: JWT_BEARER_ASSERTION_TYPE,
+  access_token_url: tokenUrl(),
+  ...overrides,
+});
+
+const received = (): ReceivedRequest => {
+  expect(server.received).toHaveLength(1);
+  return server.received[0] as ReceivedRequest;
+};
+const basicCredentials = (request: ReceivedRequest): string =>
+  Buffer.from((request.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString('utf8');
+
+beforeAll(async () => {
+  server = await startTokenServer();
+});
+
+beforeEach(() => {
+  server.answer(json(200, DEMO_TOKEN));
+  server.received.length = 0;
+  observed = recordingObservability();
+  handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '400' }), observed);
+});
+
+afterAll(async () => {
+  destroyAgents();
+  await server.close();
+});
+
+describe('client_secret_jwt on the wire', () => {
+  it('sends client_id, client_assertion_type and a client_assertion, and no secret anywhere', async () => {
+    // Act
+    const result = await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    const sent = received();
+    expect([...sent.form.keys()]).toEqual(['grant_type', 'client_assertion_type', 'client_id', 'client_assertion']);
+    expect(sent.form.get('client_assertion_type')).toBe(JWT_BEARER_ASSERTION_TYPE);
+    expect(sent.form.get('client_id')).toBe('service-a');
+    expect(sent.headers.authorization).toBeUndefined();
+    expect(JSON.stringify(sent.headers) + sent.body).not.toContain(SECRET);
+  });
+
+  it('signs the assertion with HS256 under the secret, for the client, to the token URL, for at most 60 s', async () => {
+    // Prepare
+    const before = Math.floor(Date.now() / 1000);
+
+    // Act
+    await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+
+    // Assess
+    const after = Math.ceil(Date.now() / 1000);
+    const assertion = received().form.get('client_assertion') ?? '';
+    const { header, claims } = decodeJws(assertion);
+    expect(verifiesHs256(assertion, SECRET)).toBe(true);
+    expect(header).toEqual({ alg: 'HS256', typ: 'JWT' });
+    expect(claims).toEqual({
+      iss: 'service-a',
+      sub: 'service-a',
+      aud: tokenUrl(),
+      jti: expect.any(String),
+      iat: expect.any(Number),
+      exp: expect.any(Number),
+    });
+    expect(claims.iat).toBeGreaterThanOrEqual(before);
+    expect(claims.iat).toBeLessThanOrEqual(after);
+    expect(Number(claims.exp) - Number(claims.iat)).toBe(60);
+  });
+
+  it('gives every assertion its own jti', async () => {
+    // Act
+    await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+    await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+
+    // Assess
+    const jtis = server.received.map((sent) => decodeJws(sent.form.get('client_assertion') ?? '').claims.jti);
+    expect(jtis).toHaveLength(2);
+    expect(new Set(jtis).size).toBe(2);
+  });
+
+  it('refuses an empty client_secret, the key the assertion would be signed with', async () => {
+    // Act
+    const result = await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt', client_secret: '' })));
+
+    // Assess
+    expect(result.statusCode).toBe(400);
+    expect(bodyOf(result).description).toMatch(/^client_secret /);
+    expect(server.received).toHaveLength(0);
+  });
+});
+
+describe('private_key_jwt on the wire', () => {
+  it("passes the caller's assertion through unchanged with its type and client_id, and sends no secret", async () => {
+    // Prepare
+    const assertion = callerAssertion();
+
+    // Act
+    const result = await handle(tokenEvent(assertionRequest(assertion, { token_endpoint_auth_method: 'private_key_jwt' })));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    const sent = received();
+    expect(Object.fromEntries(sent.form)).toEqual({
+      grant_type: 'client_credentials',
+      client_assertion_type: JWT_BEARER_ASSERTION_TYPE,
+      client_id: 'service-a',
+      client_assertion: assertion,
+    });
+    expect(sent.headers.authorization).toBeUndefined();
+  });
+
+  it('is implied by client_assertion when token_endpoint_auth_method is left out', async () => {
+    // Prepare
+    const assertion = callerAssertion();
+
+    // Act
+    const result = await handle(tokenEvent(assertionRequest(assertion)));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(received().form.get('client_assertion')).toBe(assertion);
+  });
+
+  it('accepts the assertion from a form body too', async () => {
+    // Prepare
+    const assertion = callerAssertion();
+
+    // Act
+    const result = await handle(formEvent(assertionRequest(assertion) as Record<string, string>));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(received().form.get('client_assertion')).toBe(assertion);
+  });
+
+  it('never puts the assertion in a log record or an error description', async () => {
+    // Prepare
+    const assertion = callerAssertion();
+    server.answer(json(401, { error: 'invalid_client' }));
+
+    // Act
+    const results = [
+      await handle(tokenEvent(assertionRequest(assertion))),
+      await handle(tokenEvent(assertionRequest(assertion, { token_endpoint_auth_method: 'client_secret_post' }))),
+      await handle(tokenEvent(assertionRequest(assertion, { client_assertion_type: 'urn:other' }))),
+    ];
+
+    // Assess
+    expect(results.map((result) => result.statusCode)).toEqual([401, 400, 400]);
+    const text = JSON.stringify(observed.records) + results.map((result) => result.body).join('');
+    for (const part of assertion.split('.')) expect(text).not.toContain(part);
+  });
+});
+
+describe('client assertions refused before any connection, with a 400 naming the field', () => {
+  const header = { alg: 'ES256', typ: 'JWT' };
+  const claims = { iss: 'service-a', sub: 'service-a' };
+  const cases: [string, () => Record<string, unknown>, string][] = [
+    [
+      'client_assertion with client_secret_basic',
+      () => assertionRequest(undefined, { token_endpoint_auth_method: 'client_secret_basic' }),
+      'client_assertion',
+    ],
+    [
+      'client_assertion with client_secret_jwt',
+      () => assertionRequest(undefined, { token_endpoint_auth_method: 'client_secret_jwt' }),
+      'client_assertion',
+    ],
+    [
+      'client_assertion with client_secret_post',
+      () => assertionRequest(undefined, { token_endpoint_auth_method: 'client_secret_post' }),
+      'client_assertion',
+    ],
+    ['client_assertion beside client_secret', () => assertionRequest(undefined, { client_secret: SECRET }), 'client_secret'],
+    ['private_key_jwt without client_assertion', () => request({ token_endpoint_auth_method: 'private_key_jwt' }), 'client_assertion'],
+    [
+      'client_assertion without client_assertion_type',
+      () => assertionRequest(undefined, { client_assertion_type: undefined }),
+      'client_assertion_type',
+    ],
+    [
+      'another client_assertion_type',
+      () => assertionRequest(undefined, { client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:saml2-bearer' }),
+      'client_assertion_type',
+    ],
+    [
+      'client_assertion_type without client_assertion',
+      () => request({ client_assertion_type: JWT_BEARER_ASSERTION_TYPE }),
+      'client_assertion_type',
+    ],
+    ['a client_assertion that is not a string', () => assertionRequest(42 as unknown as string), 'client_assertion'],
+    ['an empty client_assertion', () => assertionRequest(''), 'client_assertion'],
+    ['two segments', () => assertionRequest('eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJhIn0'), 'client_assertion'],
+    ['four segments', () => assertionRequest(`${unsignedShape(header, claims)}.x`), 'client_assertion'],
+    [
+      'an empty signature (an unsecured JWT)',
+      () => assertionRequest(`${unsignedShape(header, claims).split('.').slice(0, 2).join('.')}.`),
+      'client_assertion',
+    ],
+    ['characters outside base64url', () => assertionRequest('eyJh+GciOiJFUzI1NiJ9.eyJpc3MiOiJhIn0.c2ln'), 'client_assertion'],
+    [
+      'a header that is not JSON',
+      () => assertionRequest(`${Buffer.from('not json').toString('base64url')}.eyJpc3MiOiJhIn0.c2ln`),
+      'client_assertion',
+    ],
+    ['a header that is a JSON array', () => assertionRequest(unsignedShape(['ES256'], claims)), 'client_assertion'],
+    ['a header without alg', () => assertionRequest(unsignedShape({ typ: 'JWT' }, claims)), 'client_assertion'],
+    ['alg none', () => assertionRequest(unsignedShape({ alg: 'none' }, claims)), 'client_assertion'],
+    ['a payload that is not a JSON object', () => assertionRequest(unsignedShape(header, 'claims')), 'client_assertion'],
+    [
+      'an assertion over 8 KiB',
+      () => assertionRequest(unsignedShape({ ...header, x5c: ['A'.repeat(8 * 1024)] }, claims)),
+      'client_assertion',
+    ],
+  ];
+
+  it.each(cases)('%s', async (_name, body, field) => {
+    // Act
+    const result = await handle(tokenEvent(body()));
+
+    // Assess
+    expect(result.statusCode).toBe(400);
+    expect(bodyOf(result)).toEqual({ code: 'invalid_request', description: expect.stringMatching(new RegExp(`^${field} `)) });
+    expect(server.received).toHaveLength(0);
+  });
+
+  it('accepts an assertion of exactly 8 KiB', async () => {
+    // Prepare: pad the header until the whole JWS is 8192 characters
+    const base = unsignedShape({ ...header, pad: '' }, claims);
+    const padded = unsignedShape({ ...header, pad: 'A'.repeat(Math.floor(((8192 - base.length) * 3) / 4)) }, claims);
+    const exact = padded.length === 8192 ? padded : undefined;
+
+    // Act
+    const result = await handle(tokenEvent(assertionRequest(exact)));
+
+    // Assess
+    expect(exact?.length).toBe(8192);
+    expect(result.statusCode).toBe(200);
+  });
+});
+
+describe('basic_credentials_encoding', () => {
+  // Every character form-encoding changes, and a space.
+  const CLIENT_ID = 'id:+/=%& x';
+  const CLIENT_SECRET = 's:+/=%& y';
+
+  it('form (the default) form-encodes id and secret before building the Basic header (RFC 6749 2.3.1)', async () => {
+    // Act
+    await handle(tokenEvent(request({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET })));
+    await handle(tokenEvent(request({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, basic_credentials_encoding: 'form' })));
+
+    // Assess
+    expect(server.received.map(basicCredentials)).toEqual([
+      'id%3A%2B%2F%3D%25%26+x:s%3A%2B%2F%3D%25%26+y',
+      'id%3A%2B%2F%3D%25%26+x:s%3A%2B%2F%3D%25%26+y',
+    ]);
+  });
+
+  it('raw puts id and secret in the Basic header exactly as given', async () => {
+    // Act
+    await handle(tokenEvent(request({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, basic_credentials_encoding: 'raw' })));
+
+    // Assess
+    expect(basicCredentials(received())).toBe('id:+/=%& x:s:+/=%& y');
+    expect(received().form.has('client_secret')).toBe(false);
+  });
+
+  it('raw gets a token from a server that never form-decodes Basic credentials, where form is refused', async () => {
+    // Prepare: like Authlib 1.2 or @node-oauth/oauth2-server 5: split at the first colon, compare
+    // as is. (RFC 7617 forbids a colon in the user-id, so this id has none.)
+    const clientId = 'app+1/x=y%z&w v';
+    server.answer(literalBasicServer(clientId, CLIENT_SECRET));
+
+    // Act
+    const form = await handle(tokenEvent(request({ client_id: clientId, client_secret: CLIENT_SECRET })));
+    const raw = await handle(tokenEvent(request({ client_id: clientId, client_secret: CLIENT_SECRET, basic_credentials_encoding: 'raw' })));
+
+    // Assess
+    expect([form.statusCode, raw.statusCode]).toEqual([401, 200]);
+  });
+
+  it.each([
+    ['an unknown encoding', { basic_credentials_encoding: 'loose' }],
+    ['a non-string encoding', { basic_credentials_encoding: true }],
+    ['raw with client_secret_post', { basic_credentials_encoding: 'raw', token_endpoint_auth_method: 'client_secret_post' }],
+    ['form with client_secret_jwt', { basic_credentials_encoding: 'form', token_endpoint_auth_method: 'client_secret_jwt' }],
+  ])('refuses %s with a 400 naming the field', async (_name, fields) => {
+    // Act
+    const result = await handle(tokenEvent(request(fields)));
+
+    // Assess
+    expect(result.statusCode).toBe(400);
+    expect(bodyOf(result).description).toMatch(/^basic_credentials_encoding /);
+    expect(server.received).toHaveLength(0);
+  });
+
+  it('refuses raw with a client_assertion, which implies private_key_jwt', async () => {
+    // Act
+    const result = await handle(tokenEvent(assertionRequest(undefined, { basic_credentials_encoding: 'raw' })));
+
+    // Assess
+    expect(result.statusCode).toBe(400);
+    expect(bodyOf(result).description).toMatch(/^basic_credentials_encoding /);
+  });
+});
+
+/** Answers a token only when the Basic credentials, split at the first colon, are literally id and secret. */
+function literalBasicServer(clientId: string, clientSecret: string): Script {
+  return (sent, response) => {
+    const credentials = basicCredentials(sent);
+    const colon = credentials.indexOf(':');
+    const ok = credentials.slice(0, colon) === clientId && credentials.slice(colon + 1) === clientSecret;
+    json(ok ? 200 : 401, ok ? DEMO_TOKEN : { error: 'invalid_client' })(sent, response);
+  };
+}
+
+describe('resource (RFC 8707)', () => {
+  it('sends a string resource as one resource parameter', async () => {
+    // Act
+    await handle(tokenEvent(request({ resource: 'https://api.example.com/orders?v=2' })));
+
+    // Assess
+    expect(received().form.getAll('resource')).toEqual(['https://api.example.com/orders?v=2']);
+  });
+
+  it('sends each resource of an array as its own resource parameter, in order', async () => {
+    // Act
+    await handle(tokenEvent(request({ resource: ['https://api.example.com/', 'urn:example:billing', 'https://[2001:db8::1]/x'] })));
+
+    // Assess
+    expect(received().body).toBe(
+      'grant_type=client_credentials&resource=https%3A%2F%2Fapi.example.com%2F&resource=urn%3Aexample%3Abilling&resource=https%3A%2F%2F%5B2001%3Adb8%3A%3A1%5D%2Fx',
+    );
+  });
+
+  it('takes a resource repeated in a form body as several resources', async () => {
+    // Prepare
+    const body = new URLSearchParams(request() as Record<string, string>);
+    body.append('resource', 'https://a.example.com/');
+    body.append('resource', 'https://b.example.com/');
+
+    // Act
+    await handle(tokenEvent(body.toString(), { contentType: 'application/x-www-form-urlencoded' }));
+
+    // Assess
+    expect(received().form.getAll('resource')).toEqual(['https://a.example.com/', 'https://b.example.com/']);
+  });
+
+  it('sends resource and audience side by side when both are given', async () => {
+    // Act
+    await handle(tokenEvent(request({ resource: 'https://api.example.com/', audience: 'https://api.example.com/' })));
+
+    // Assess
+    expect(Object.fromEntries(received().form)).toEqual({
+      grant_type: 'client_credentials',
+      audience: 'https://api.example.com/',
+      resource: 'https://api.example.com/',
+    });
+  });
+
+  it.each([
+    ['a relative reference', '/orders'],
+    ['a bare host name', 'api.example.com'],
+    ['a fragment', 'https://api.example.com/#orders'],
+    ['a space', 'https://api.example.com/a b'],
+    ['a bad percent-escape', 'https://api.example.com/%zz'],
+    ['a non-ASCII character', 'https://api.example.com/ü'],
+    ['nothing after the scheme', 'https:'],
+    ['an empty string', ''],
+    ['more than 2048 characters', `https://api.example.com/${'a'.repeat(2025)}`],
+    ['an empty array', []],
+    ['an array holding a number', ['https://api.example.com/', 7]],
+    ['an array holding a fragment', ['https://api.example.com/', 'https://api.example.com/#x']],
+    ['a number', 42],
+    ['an object', { uri: 'https://api.example.com/' }],
+  ])('refuses %s with a 400 naming resource', async (_name, resource) => {
+    // Act
+    const result = await handle(tokenEvent(request({ resource })));
+
+    // Assess
+    expect(result.statusCode).toBe(400);
+    expect(bodyOf(result)).toEqual({ code: 'invalid_request', description: expect.stringMatching(/^resource /) });
+    expect(server.received).toHaveLength(0);
+  });
+
+  it('accepts a resource of exactly 2048 characters', async () => {
+    // Act
+    const result = await handle(tokenEvent(request({ resource: `https://api.example.com/${'a'.repeat(2024)}` })));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+  });
+});
+
+describe('the token cache with the new methods and parameters', () => {
+  beforeEach(() => {
+    handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '400', TOKEN_CACHE: 'on' }), observed);
+  });
+
+  it('answers a repeated client_secret_jwt request from the cache', async () => {
+    // Act
+    const first = await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+    const second = await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+
+    // Assess
+    expect([first.headers?.['x-token-cache'], second.headers?.['x-token-cache']]).toEqual(['miss', 'hit']);
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('never answers client_secret_jwt from a client_secret_basic entry of the same secret: the method is part of the key', async () => {
+    // Act
+    await handle(tokenEvent(request()));
+    const jwt = await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+
+    // Assess
+    expect(jwt.headers?.['x-token-cache']).toBe('miss');
+    expect(server.received).toHaveLength(2);
+  });
+
+  it('sends every private_key_jwt request to the IdP, the same assertion twice included, and says nothing of the cache', async () => {
+    // Prepare
+    const body = assertionRequest();
+
+    // Act
+    const results = [await handle(tokenEvent(body)), await handle(tokenEvent(body))];
+
+    // Assess
+    expect(results.map((result) => result.statusCode)).toEqual([200, 200]);
+    expect(results.map((result) => result.headers?.['x-token-cache'])).toEqual([undefined, undefined]);
+    expect(server.received).toHaveLength(2);
+    expect(observed.records.map((record) => record.cache)).toEqual([undefined, undefined]);
+  });
+
+  it('keeps tokens for different resources apart', async () => {
+    // Act
+    await handle(tokenEvent(request({ resource: 'https://a.example.com/' })));
+    const other = await handle(tokenEvent(request({ resource: 'https://b.example.com/' })));
+    const same = await handle(tokenEvent(request({ resource: ['https://a.example.com/'] })));
+
+    // Assess
+    expect([other.headers?.['x-token-cache'], same.headers?.['x-token-cache']]).toEqual(['miss', 'hit']);
+  });
+
+  it('keeps form and raw Basic encodings apart', async () => {
+    // Act
+    await handle(tokenEvent(request()));
+    const raw = await handle(tokenEvent(request({ basic_credentials_encoding: 'raw' })));
+
+    // Assess
+    expect(raw.headers?.['x-token-cache']).toBe('miss');
+  });
+});

@@ -1,0 +1,161 @@
+import { App, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import type { IConstruct } from 'constructs';
+import { buildApp, propsFromContext } from '../../infra/app';
+import { OPEN_RELAY_REFUSAL, TokenExchangeStack, type TokenExchangeStackProps } from '../../infra/token-exchange-stack';
+import { newApp, projectContext } from './stack-fixture';
+
+// Who may call the routes (callerAuthorization), and the refusal to post secrets to any URL by accident.
+function template(props: TokenExchangeStackProps): { stack: TokenExchangeStack; template: Template } {
+  const stack = new TokenExchangeStack(newApp({ bundle: false }), 'CallerAuthorizationTest', props);
+  return { stack, template: Template.fromStack(stack) };
+}
+
+function acknowledgedRules(scope: IConstruct): string[] {
+  return scope.node
+    .findAll()
+    .flatMap((construct) => construct.node.metadata)
+    .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+    .flatMap((entry) => Object.keys(entry.data as Record<string, string>));
+}
+
+/** An app with the project's context and nothing else: what `cdk synth` sees without -c. */
+const bareApp = (context: Record<string, string> = {}): App =>
+  new App({ context: { ...projectContext(), 'aws:cdk:bundling-stacks': [], ...context } });
+
+const ALLOWLIST = ['https://login.example.com'];
+
+describe('callerAuthorization', () => {
+  it('leaves both routes open to any caller by default (none)', () => {
+    // Act
+    const { template: open } = template({ allowedTokenUrls: ALLOWLIST });
+
+    // Assess
+    open.resourcePropertiesCountIs('AWS::ApiGatewayV2::Route', { AuthorizationType: 'NONE' }, 2);
+    open.resourceCountIs('AWS::ApiGatewayV2::Route', 2);
+  });
+
+  it('puts IAM authorization (SigV4) on both routes with iam', () => {
+    // Act
+    const { template: iam } = template({ allowedTokenUrls: ALLOWLIST, callerAuthorization: 'iam' });
+
+    // Assess
+    iam.resourceCountIs('AWS::ApiGatewayV2::Route', 2);
+    iam.resourcePropertiesCountIs('AWS::ApiGatewayV2::Route', { AuthorizationType: 'AWS_IAM' }, 2);
+    iam.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'POST /v1/oauth/token', AuthorizationType: 'AWS_IAM' });
+    iam.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'POST /oauth/token', AuthorizationType: 'AWS_IAM' });
+  });
+
+  it('outputs the route ARNs a caller needs execute-api:Invoke on, only with iam', () => {
+    // Act
+    const { template: iam } = template({ allowedTokenUrls: ALLOWLIST, callerAuthorization: 'iam' });
+    const { template: open } = template({ allowedTokenUrls: ALLOWLIST });
+
+    // Assess
+    const rendered = JSON.stringify(iam.findOutputs('InvokeResources'));
+    expect(rendered).toContain(':execute-api:');
+    expect(rendered).toContain('/$default/POST/v1/oauth/token,');
+    expect(rendered).toContain('/$default/POST/oauth/token"');
+    expect(open.findOutputs('InvokeResources')).toEqual({});
+  });
+
+  it('acknowledges cdk-nag APIG4 (route authorization) only when the routes are open', () => {
+    // Act
+    const open = template({ allowedTokenUrls: ALLOWLIST }).stack;
+    const iam = template({ allowedTokenUrls: ALLOWLIST, callerAuthorization: 'iam' }).stack;
+
+    // Assess
+    expect(acknowledgedRules(open)).toEqual([expect.stringMatching(/AwsSolutions-APIG4$/)]);
+    expect(acknowledgedRules(iam)).toEqual([]);
+  });
+
+  it('passes the AwsSolutions checks with iam and nothing acknowledged', () => {
+    // Prepare
+    const { stack } = template({ allowedTokenUrls: ALLOWLIST, callerAuthorization: 'iam' });
+
+    // Act
+    const violations = new AwsSolutionsChecks().validateScope(stack).violations;
+
+    // Assess
+    expect(violations.map((violation) => violation.ruleName)).toEqual([]);
+  });
+
+  it('refuses a value other than none or iam, naming the prop', () => {
+    // Act
+    const act = () => template({ allowedTokenUrls: ALLOWLIST, callerAuthorization: 'jwt' as 'iam' });
+
+    // Assess
+    expect(act).toThrow(/callerAuthorization must be one of none, iam, got jwt/);
+  });
+
+  it('is read from context, as `cdk synth -c callerAuthorization=iam -c allowedTokenUrls=https://login.example.com` gives it', () => {
+    // Prepare
+    const app = bareApp({ callerAuthorization: 'iam', allowedTokenUrls: 'https://login.example.com' });
+
+    // Act
+    const stack = buildApp(app);
+
+    // Assess
+    const synthesized = Template.fromStack(stack);
+    synthesized.resourcePropertiesCountIs('AWS::ApiGatewayV2::Route', { AuthorizationType: 'AWS_IAM' }, 2);
+    synthesized.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ TOKEN_URL_ALLOWLIST: 'https://login.example.com' }) },
+    });
+    expect(() => app.synth()).not.toThrow();
+  });
+
+  it('reads callerAuthorization and allowAnyPublicTokenUrl from context strings', () => {
+    // Act
+    const props = propsFromContext((key) => ({ callerAuthorization: ' IAM ', allowAnyPublicTokenUrl: 'true' })[key]);
+
+    // Assess
+    expect(props).toMatchObject({ callerAuthorization: 'iam', allowAnyPublicTokenUrl: true });
+  });
+});
+
+describe('no open relay by accident', () => {
+  it('stops with neither allowedTokenUrls nor allowAnyPublicTokenUrl, naming both ways forward', () => {
+    // Act
+    const act = () => new TokenExchangeStack(bareApp(), 'OpenRelay', {});
+
+    // Assess
+    expect(act).toThrow(OPEN_RELAY_REFUSAL);
+    expect(OPEN_RELAY_REFUSAL).toMatch(/-c allowedTokenUrls=https:\/\/\S+/);
+    expect(OPEN_RELAY_REFUSAL).toMatch(/-c allowAnyPublicTokenUrl=true/);
+  });
+
+  it('stops `cdk synth` with no context with that message', () => {
+    // Act
+    const act = () => buildApp(bareApp());
+
+    // Assess
+    expect(act).toThrow(/allowedTokenUrls is empty.*allowedTokenUrls=.*allowAnyPublicTokenUrl=true/s);
+  });
+
+  it('stops on an empty allowlist too', () => {
+    // Act
+    const act = () => new TokenExchangeStack(bareApp(), 'EmptyList', { allowedTokenUrls: [] });
+
+    // Assess
+    expect(act).toThrow(OPEN_RELAY_REFUSAL);
+  });
+
+  it('deploys an empty TOKEN_URL_ALLOWLIST when allowAnyPublicTokenUrl=true says so', () => {
+    // Act
+    const stack = buildApp(bareApp({ allowAnyPublicTokenUrl: 'true' }));
+
+    // Assess
+    Template.fromStack(stack).hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ TOKEN_URL_ALLOWLIST: '' }) },
+    });
+  });
+
+  it('refuses allowAnyPublicTokenUrl=true beside an allowlist, which it would contradict', () => {
+    // Act
+    const act = () => new TokenExchangeStack(bareApp(), 'Both', { allowedTokenUrls: ALLOWLIST, allowAnyPublicTokenUrl: true });
+
+    // Assess
+    expect(act).toThrow(/allowAnyPublicTokenUrl=true contradicts allowedTokenUrls/);
+  });
+});

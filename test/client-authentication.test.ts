@@ -338,7 +338,7 @@ function literalBasicServer(clientId: string, clientSecret: string): Script {
     const credentials = basicCredentials(sent);
     const colon = credentials.indexOf(':');
     const ok = credentials.slice(0, colon) === clientId && credentials.slice(colon + 1) === clientSecret;
-    json(ok ? 200 : 401, ok ? DEMO_TOKEN : { error: 'invalid_client' })(sent, response);
+    return json(ok ? 200 : 401, ok ? DEMO_TOKEN : { error: 'invalid_client' })(sent, response);
   };
 }
 

@@ -18,7 +18,7 @@ export interface ReceivedRequest {
 export type Script = (request: ReceivedRequest, response: ServerResponse) => void | Promise<void>;
 
 export interface TokenServer {
-  /** `http://127.0.0.1:PORT` */
+  /** `http://127.0.0.1:PORT`, or the address it was asked to listen on */
   readonly origin: string;
   readonly received: ReceivedRequest[];
   /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
@@ -39,10 +39,11 @@ export const json =
 export const DEMO_TOKEN = { access_token: 'scripted-access-token', token_type: 'Bearer', expires_in: 3600 };
 
 /**
- * A small real HTTP token server on 127.0.0.1:0 that records every request (headers, form body,
- * path and query) and answers as scripted: the IdP side of the tests, over real sockets.
+ * A small real HTTP token server on 127.0.0.1:0 (or another loopback address) that records every
+ * request (headers, form body, path and query) and answers as scripted: the IdP side of the tests,
+ * over real sockets.
  */
-export async function startTokenServer(script: Script = json(200, DEMO_TOKEN)): Promise<TokenServer> {
+export async function startTokenServer(script: Script = json(200, DEMO_TOKEN), host = '127.0.0.1'): Promise<TokenServer> {
   let current = script;
   const received: ReceivedRequest[] = [];
   const sockets = new Set<Socket>();
@@ -73,11 +74,11 @@ export async function startTokenServer(script: Script = json(200, DEMO_TOKEN)): 
     connectionIds.set(socket, connections);
     socket.on('close', () => sockets.delete(socket));
   });
-  server.listen(0, '127.0.0.1');
+  server.listen(0, host);
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   return {
-    origin: `http://127.0.0.1:${port}`,
+    origin: `http://${host}:${port}`,
     received,
     get connections() {
       return connections;

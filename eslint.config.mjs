@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', 'coverage/', 'dist/', 'scratch/'] },
+  { ignores: ['node_modules/', 'cdk.out/', 'coverage/', 'dist/', 'scratch/', 'reports/', '.stryker-tmp/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -31,7 +31,7 @@ export default tseslint.config(
   {
     // Tests load modules without types (simple-oauth2's internals, joi), and bench workers the
     // bundle under measurement, with require.
-    files: ['test/**/*.ts', 'bench/workers/*.ts', 'jest.config.js'],
+    files: ['test/**/*.ts', 'bench/workers/*.ts', 'jest.config.js', 'jest.mutation.config.js'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );

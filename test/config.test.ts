@@ -1,13 +1,20 @@
 import { loadConfig } from '../lambda/config';
 
+const TIMEOUT_RANGE = 'Environment variable UPSTREAM_TIMEOUT_MS must be a whole number of milliseconds from 1 to 29000';
+const CACHE_SWITCH = 'Environment variable TOKEN_CACHE must be "on" or "off"';
+const LOG_LEVELS = 'Environment variable LOG_LEVEL must be one of TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL, SILENT';
+
 describe('loadConfig', () => {
   it('uses the contract defaults for an empty environment', () => {
+    // Act
     const config = loadConfig({});
 
+    // Assess
     expect(config).toEqual({ allowlist: [], upstreamTimeoutMs: 5000, tokenCache: false, logLevel: 'INFO' });
   });
 
   it('reads every variable', () => {
+    // Act
     const config = loadConfig({
       TOKEN_URL_ALLOWLIST: 'https://login.example.com, https://*.auth0.com,https://idp.example.com/oauth2/',
       UPSTREAM_TIMEOUT_MS: '2500',
@@ -15,53 +22,106 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'debug',
     });
 
-    expect(config.allowlist.map((entry) => entry.text)).toEqual([
-      'https://login.example.com',
-      'https://*.auth0.com',
-      'https://idp.example.com/oauth2/',
-    ]);
-    expect(config.upstreamTimeoutMs).toBe(2500);
-    expect(config.tokenCache).toBe(true);
-    expect(config.logLevel).toBe('DEBUG');
+    // Assess
+    expect({ ...config, allowlist: config.allowlist.map((entry) => entry.text) }).toEqual({
+      allowlist: ['https://login.example.com', 'https://*.auth0.com', 'https://idp.example.com/oauth2/'],
+      upstreamTimeoutMs: 2500,
+      tokenCache: true,
+      logLevel: 'DEBUG',
+    });
   });
 
-  it.each(['0', '-1', '1.5', 'abc', '29001', '5s', ' '])('fails naming UPSTREAM_TIMEOUT_MS for %p', (value) => {
-    if (value.trim() === '') {
-      expect(loadConfig({ UPSTREAM_TIMEOUT_MS: value }).upstreamTimeoutMs).toBe(5000);
-      return;
-    }
-    expect(() => loadConfig({ UPSTREAM_TIMEOUT_MS: value })).toThrow(/^Environment variable UPSTREAM_TIMEOUT_MS /);
+  it('ignores whitespace around every value', () => {
+    // Act
+    const config = loadConfig({
+      TOKEN_URL_ALLOWLIST: '  https://login.example.com  ',
+      UPSTREAM_TIMEOUT_MS: ' 2500 ',
+      TOKEN_CACHE: ' On ',
+      LOG_LEVEL: ' warn ',
+    });
+
+    // Assess
+    expect({ ...config, allowlist: config.allowlist.map((entry) => entry.text) }).toEqual({
+      allowlist: ['https://login.example.com'],
+      upstreamTimeoutMs: 2500,
+      tokenCache: true,
+      logLevel: 'WARN',
+    });
   });
 
-  it.each(['yes', 'true', '1', 'enabled'])('fails naming TOKEN_CACHE for %p', (value) => {
-    expect(() => loadConfig({ TOKEN_CACHE: value })).toThrow(/^Environment variable TOKEN_CACHE /);
-  });
-
-  it.each(['VERBOSE', 'info2'])('fails naming LOG_LEVEL for %p', (value) => {
-    expect(() => loadConfig({ LOG_LEVEL: value })).toThrow(/^Environment variable LOG_LEVEL /);
+  it.each(['', '   '])('reads an UPSTREAM_TIMEOUT_MS of %p as the 5000 ms default', (value) => {
+    expect(loadConfig({ UPSTREAM_TIMEOUT_MS: value }).upstreamTimeoutMs).toBe(5000);
   });
 
   it.each([
-    'login.example.com',
-    'ftp://login.example.com',
-    'https://user:pw@login.example.com',
-    'https://login.example.com/?a=1',
-    'https://login.example.com/#x',
-    'https://*.com',
-    'https://*.127.0.0.1',
-    'https://exa mple.com',
-    'https://a..example.com',
-  ])('fails naming TOKEN_URL_ALLOWLIST for the entry %p', (entry) => {
-    expect(() => loadConfig({ TOKEN_URL_ALLOWLIST: entry })).toThrow(/^Environment variable TOKEN_URL_ALLOWLIST has an invalid entry/);
+    ['1', 1],
+    ['29000', 29_000],
+  ])('accepts the UPSTREAM_TIMEOUT_MS bound %p', (value, ms) => {
+    expect(loadConfig({ UPSTREAM_TIMEOUT_MS: value }).upstreamTimeoutMs).toBe(ms);
+  });
+
+  it.each(['0', '-1', '1.5', '1e3', '0x10', 'abc', '29001', '5s'])('fails naming UPSTREAM_TIMEOUT_MS and its range for %p', (value) => {
+    expect(() => loadConfig({ UPSTREAM_TIMEOUT_MS: value })).toThrow(new Error(TIMEOUT_RANGE));
+  });
+
+  it.each([
+    ['off', false],
+    ['OFF', false],
+    ['', false],
+    ['on', true],
+    ['ON', true],
+  ])('reads TOKEN_CACHE=%p as %p', (value, on) => {
+    expect(loadConfig({ TOKEN_CACHE: value }).tokenCache).toBe(on);
+  });
+
+  it.each(['yes', 'true', '1', 'enabled'])('fails naming TOKEN_CACHE and its values for %p', (value) => {
+    expect(() => loadConfig({ TOKEN_CACHE: value })).toThrow(new Error(CACHE_SWITCH));
+  });
+
+  it.each(['VERBOSE', 'info2'])('fails naming LOG_LEVEL and its values for %p', (value) => {
+    expect(() => loadConfig({ LOG_LEVEL: value })).toThrow(new Error(LOG_LEVELS));
+  });
+
+  it.each([
+    ['login.example.com', 'it is not a URL'],
+    ['//login.example.com', 'it is not a URL'],
+    ['https://', 'it is not a URL'],
+    ['https://login.example.com:99999', 'it is not a URL'],
+    ['https://log in.example.com', 'it is not a URL'],
+    ['https://*.', 'it is not a URL'],
+    ['ftp://login.example.com', 'it must start with https:// or http://'],
+    ['https://user@login.example.com', 'user-info is not allowed'],
+    ['https://user:pass@login.example.com', 'user-info is not allowed'],
+    ['https://login.example.com/token?x=1', 'query and fragment are not allowed'],
+    ['https://login.example.com/token?', 'query and fragment are not allowed'],
+    ['https://login.example.com/token#x', 'query and fragment are not allowed'],
+    ['https://login.example.com/token#', 'query and fragment are not allowed'],
+    ['https://login..example.com', 'the host has an empty label'],
+    ['https://login.example.com.', 'the host has an empty label'],
+    ['https://*.com', '*. must precede a domain with at least two labels'],
+    ['https://*.127.0.0.1', '*. must precede a domain with at least two labels'],
+    ['https://*.[::1]', '*. must precede a domain with at least two labels'],
+    ['https://*', '* is only allowed as the leading *. of a wildcard entry'],
+    ['https://*.*.auth0.com', '* is only allowed as the leading *. of a wildcard entry'],
+    ['https://login*.example.com', '* is only allowed as the leading *. of a wildcard entry'],
+  ])('fails naming TOKEN_URL_ALLOWLIST, the entry %p and why: %s', (entry, why) => {
+    // Act
+    const act = () => loadConfig({ TOKEN_URL_ALLOWLIST: `https://fine.example.com,${entry}` });
+
+    // Assess
+    expect(act).toThrow(new Error(`Environment variable TOKEN_URL_ALLOWLIST has an invalid entry "${entry}": ${why}`));
   });
 
   it('fails the module load of the deployed handler with the variable name', () => {
+    // Prepare
     const previous = process.env.UPSTREAM_TIMEOUT_MS;
     process.env.UPSTREAM_TIMEOUT_MS = 'soon';
     try {
-      jest.isolateModules(() => {
-        expect(() => require('../lambda/handler')).toThrow('Environment variable UPSTREAM_TIMEOUT_MS');
-      });
+      // Act
+      const load = () => jest.isolateModules(() => require('../lambda/handler'));
+
+      // Assess
+      expect(load).toThrow(new Error(TIMEOUT_RANGE));
     } finally {
       if (previous === undefined) delete process.env.UPSTREAM_TIMEOUT_MS;
       else process.env.UPSTREAM_TIMEOUT_MS = previous;

@@ -8,7 +8,7 @@ import { destroyAgents } from '../lambda/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import type { Observability } from '../lambda/observability';
 import { tokenEvent } from './support/events';
-import { atPort, refusedEverywherePayloads } from './support/ssrf-payloads';
+import { atPort, REFUSED, refusedEverywherePayloads } from './support/ssrf-payloads';
 import { DEMO_TOKEN, startTokenServer, type TokenServer } from './support/token-server';
 import { lockNetwork, type NetworkJail, startTrapListeners, type TrapListeners } from './support/trap-listeners';
 
@@ -422,11 +422,14 @@ describe('fuzzing access_token_url with no allowlist', () => {
         jail.reset();
         const body = JSON.stringify({ client_id: 'fuzz-client', client_secret: SECRET, access_token_url: accessTokenUrl });
         const response = await answerWithin(handler, fuzzEvent(body, { 'content-type': 'application/json' }, false, '/v1/oauth/token'));
-        expectContractAnswer(response, [400, 403, 502]);
+        const answer = expectContractAnswer(response, [400, 403, 502]);
         const seen = { attempts: [...jail.attempts], refused: [...jail.refused], lookups: [...jail.lookups] };
 
         if (response.statusCode !== 502) {
-          // Refused by the guard: nothing was resolved or connected.
+          // Refused by one of the policy's rules, with that rule's status, code and text, and
+          // nothing was resolved or connected.
+          const refusals = Object.values(REFUSED).map(({ status, code, description }) => ({ status, answer: { code, description } }));
+          expect(refusals).toContainEqual({ status: response.statusCode, answer });
           expect(seen).toEqual({ attempts: [], refused: [], lookups: [] });
           outcomes.refusedByGuard++;
         } else if (seen.lookups.length > 0) {

@@ -1,47 +1,50 @@
+import { ClientCredentials } from 'simple-oauth2';
+import { loadConfig } from '../lambda/config';
 import { grantConfig } from '../lambda/exchange';
-import type { ClientAuthentication, TokenRequest } from '../lambda/token-request';
+import { destroyAgents } from '../lambda/guarded-agents';
+import { createHandler } from '../lambda/handler';
+import type { TokenRequest } from '../lambda/token-request';
 import { checkTokenUrl, parseAllowlist } from '../lambda/token-url-policy';
+import { recordingObservability, tokenEvent } from './support/events';
+import { type ReceivedRequest, startTokenServer, type TokenServer } from './support/token-server';
 
 // simple-oauth2's own schema, the one its public constructors run. exchange.ts skips it to keep
-// joi out of the bundle, so this holds the configuration it builds to exactly what joi would give.
+// joi out of the bundle, so these tests hold what it builds to what joi would give, and what it
+// sends to what the public API sends.
 const Joi = require('joi') as { attempt: (value: unknown, schema: unknown) => unknown };
 const { ClientCredentialsSchema } = require('simple-oauth2/lib/config') as { ClientCredentialsSchema: unknown };
 
+const TOKEN_URL = 'https://login.example.com/tenant/oauth2/token?x=1';
+
 describe('the simple-oauth2 configuration built without joi', () => {
-  const target = checkTokenUrl('https://login.example.com/tenant/oauth2/token?x=1', parseAllowlist(''));
-
-  const methods: [string, ClientAuthentication][] = [
-    [
-      'client_secret_basic, form-encoded',
-      { authMethod: 'client_secret_basic', clientSecret: 'demo-secret', basicCredentialsEncoding: 'form' },
-    ],
-    ['client_secret_basic, raw', { authMethod: 'client_secret_basic', clientSecret: 'demo-secret', basicCredentialsEncoding: 'raw' }],
-    ['client_secret_post', { authMethod: 'client_secret_post', clientSecret: 'demo-secret' }],
-    ['client_secret_jwt', { authMethod: 'client_secret_jwt', clientSecret: 'demo-secret' }],
-    ['private_key_jwt', { authMethod: 'private_key_jwt', clientAssertion: 'eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJzZXJ2aWNlLWEifQ.c2ln' }],
-  ];
-
-  it.each(methods)('equals what simple-oauth2 normalises for %s', (_name, authentication) => {
+  it.each([
+    ['client_secret_basic', 'header'],
+    ['client_secret_post', 'body'],
+  ] as const)('equals what simple-oauth2 normalises from the options a caller would give for %s', (authMethod, authorizationMethod) => {
     // Prepare
+    const target = checkTokenUrl(TOKEN_URL, parseAllowlist(''));
     const request: TokenRequest = {
       clientId: 'service-a',
-      accessTokenUrl: target.url.href,
+      clientSecret: 'demo-secret',
+      accessTokenUrl: TOKEN_URL,
       grantType: 'client_credentials',
-      ...authentication,
+      authMethod,
     };
     const built = grantConfig(request, target, performance.now() + 5000);
 
-    // Act: the options a caller of `new ClientCredentials(options)` would pass
+    // Act: the options a caller of `new ClientCredentials(options)` would write for this request
     const normalised = Joi.attempt(
       {
-        client: { id: built.client.id, secret: built.client.secret, secretParamName: built.client.secretParamName },
-        auth: { tokenHost: built.auth.tokenHost, tokenPath: built.auth.tokenPath },
-        options: {
-          authorizationMethod: built.options.authorizationMethod,
-          credentialsEncodingMode: built.options.credentialsEncodingMode,
-          bodyFormat: 'form',
+        client: { id: 'service-a', secret: 'demo-secret' },
+        auth: { tokenHost: 'https://login.example.com', tokenPath: TOKEN_URL },
+        options: { authorizationMethod, credentialsEncodingMode: 'strict', bodyFormat: 'form' },
+        http: {
+          headers: { accept: 'application/json', 'user-agent': 'token-exchange-service' },
+          redirects: false,
+          json: 'force',
+          maxBytes: 1024 * 1024,
+          timeout: built.http.timeout,
         },
-        http: built.http,
       },
       ClientCredentialsSchema,
     );
@@ -49,59 +52,62 @@ describe('the simple-oauth2 configuration built without joi', () => {
     // Assess
     expect(built).toEqual(normalised);
   });
+});
+
+describe('what reaches the IdP', () => {
+  let server: TokenServer;
+
+  beforeAll(async () => {
+    server = await startTokenServer();
+  });
+
+  beforeEach(() => {
+    server.received.length = 0;
+  });
+
+  afterAll(async () => {
+    destroyAgents();
+    await server.close();
+  });
+
+  // What a request is on the wire, less what differs between two connections.
+  const onTheWire = ({ method, url, headers, body }: ReceivedRequest) => {
+    const { connection: _connection, ...rest } = headers;
+    return { method, url, headers: rest, body };
+  };
 
   it.each([
-    ['client_secret_basic', 'header', 'client_secret'],
-    ['client_secret_post', 'body', 'client_secret'],
-    ['client_secret_jwt', 'body', 'client_assertion'],
-    ['private_key_jwt', 'body', 'client_assertion'],
-  ])('sends %s in the %s, its credential as %s', (authMethod, authorizationMethod, secretParamName) => {
+    ['client_secret_basic', 'header'],
+    ['client_secret_post', 'body'],
+  ] as const)('is what the public ClientCredentials API sends for %s, connection header aside', async (authMethod, authorizationMethod) => {
     // Prepare
-    const authentication = methods.find(([, candidate]) => candidate.authMethod === authMethod)?.[1] as ClientAuthentication;
+    const path = '//169.254.169.254/tenant/oauth2/token?x=a%20b';
+    const handler = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), recordingObservability());
+    const publicClient = new ClientCredentials({
+      client: { id: 'svc:a b', secret: "s3cr:t/!'()*~ %" },
+      auth: { tokenHost: server.origin, tokenPath: `${server.origin}${path}` },
+      options: { authorizationMethod, credentialsEncodingMode: 'strict', bodyFormat: 'form' },
+      http: { headers: { accept: 'application/json', 'user-agent': 'token-exchange-service' }, redirects: false },
+    });
 
     // Act
-    const built = grantConfig(
-      { clientId: 'a', accessTokenUrl: target.url.href, grantType: 'client_credentials', ...authentication },
-      target,
-      0,
+    await handler(
+      tokenEvent({
+        client_id: 'svc:a b',
+        client_secret: "s3cr:t/!'()*~ %",
+        access_token_url: `${server.origin}${path}`,
+        token_endpoint_auth_method: authMethod,
+        scope: 'read write',
+        audience: 'https://api.example.com',
+      }),
     );
+    await publicClient.getToken({ scope: 'read write', audience: 'https://api.example.com' });
 
     // Assess
-    expect([built.options.authorizationMethod, built.client.secretParamName]).toEqual([authorizationMethod, secretParamName]);
-  });
-
-  it("uses simple-oauth2's loose credentials encoding for raw Basic credentials", () => {
-    // Act
-    const built = grantConfig(
-      {
-        clientId: 'a',
-        clientSecret: 'b',
-        authMethod: 'client_secret_basic',
-        basicCredentialsEncoding: 'raw',
-        accessTokenUrl: target.url.href,
-        grantType: 'x',
-      },
-      target,
-      0,
-    );
-
-    // Assess
-    expect(built.options.credentialsEncodingMode).toBe('loose');
-  });
-
-  it('posts to the absolute URL, so a path can never change the host', () => {
-    const tricky = checkTokenUrl('https://login.example.com//169.254.169.254/latest', parseAllowlist(''));
-    const request = {
-      clientId: 'a',
-      clientSecret: 'b',
-      accessTokenUrl: tricky.url.href,
-      grantType: 'x',
-      authMethod: 'client_secret_basic',
-    } as const;
-
-    const built = grantConfig(request, tricky, performance.now() + 1000);
-
-    expect(new URL(built.auth.tokenPath, built.auth.tokenHost).host).toBe('login.example.com');
-    expect(built.auth.tokenPath).toBe('https://login.example.com//169.254.169.254/latest');
+    const [ours, theirs] = server.received;
+    expect(server.received).toHaveLength(2);
+    expect(onTheWire(ours as ReceivedRequest)).toEqual(onTheWire(theirs as ReceivedRequest));
+    expect(ours?.url).toBe(path);
+    expect(ours?.headers.host).toBe(new URL(server.origin).host);
   });
 });

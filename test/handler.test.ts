@@ -174,14 +174,6 @@ describe('routes and bodies', () => {
     expect(server.received[0]?.form.get('scope')).toBe('read write');
   });
 
-  it('accepts a form body that is not base64-encoded', async () => {
-    const body = new URLSearchParams({ client_id: 'service-a', client_secret: SECRET, access_token_url: `${server.origin}/t` }).toString();
-
-    const result = await handle(tokenEvent(body, { contentType: 'application/x-www-form-urlencoded; charset=utf-8' }));
-
-    expect(result.statusCode).toBe(200);
-  });
-
   it('accepts a base64-encoded JSON body', async () => {
     const result = await handle(tokenEvent(request(), { base64: true }));
 
@@ -288,14 +280,22 @@ describe('a successful exchange', () => {
 });
 
 describe('400 invalid_request', () => {
-  const invalid = async (event: ReturnType<typeof tokenEvent>, fieldOrText: string) => {
+  const NOT_AN_OBJECT = 'The request body must be a JSON object';
+  const CONTENT_TYPES = 'content-type must be application/json or application/x-www-form-urlencoded';
+  const CLIENT_ID = 'client_id must be 1 to 256 printable ASCII characters';
+  const CLIENT_SECRET = 'client_secret must be at most 1024 printable ASCII characters';
+  const GRANT_TYPE = 'grant_type must be a grant name of letters, digits and -._ or an absolute URI (RFC 6749 A.10)';
+  const SCOPE = 'scope must be space-delimited scope tokens of printable ASCII without " or \\ (RFC 6749 3.3)';
+  const AUDIENCE = 'audience must be 1 to 2048 printable ASCII characters';
+  const AUTH_METHOD =
+    'token_endpoint_auth_method must be one of client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt';
+  const formBody = (fields: Record<string, string> = request() as Record<string, string>) => new URLSearchParams(fields).toString();
+
+  const invalid = async (event: ReturnType<typeof tokenEvent>, description: string) => {
     const result = await handle(event);
     expect(result.statusCode).toBe(400);
     expect(result.headers).toEqual(CONTRACT_HEADERS);
-    const body = bodyOf(result);
-    expect(Object.keys(body).sort()).toEqual(['code', 'description']);
-    expect(body.code).toBe('invalid_request');
-    expect(body.description).toContain(fieldOrText);
+    expect(bodyOf(result)).toStrictEqual({ code: 'invalid_request', description });
     expect(server.received).toHaveLength(0);
   };
 
@@ -307,21 +307,28 @@ describe('400 invalid_request', () => {
     ['a JSON number', '42'],
     ['empty', ''],
   ])('when the body is %s', async (_case, body) => {
-    await invalid(tokenEvent(body), 'JSON object');
+    await invalid(tokenEvent(body), NOT_AN_OBJECT);
   });
 
   it('when there is no body at all', async () => {
-    await invalid(tokenEvent(undefined), 'JSON object');
+    await invalid(tokenEvent(undefined), NOT_AN_OBJECT);
   });
 
-  it('when the content type is neither JSON nor a form', async () => {
-    await invalid(tokenEvent(request(), { contentType: 'text/plain' }), 'content-type');
+  it.each([
+    'text/plain',
+    'application/xml',
+    'multipart/form-data',
+    'application/jsonx',
+    'application/json-patch+json',
+    'application/x-www-form-urlencodedx',
+  ])('when the content type is %s, even for a body that would be a valid form', async (contentType) => {
+    await invalid(tokenEvent(formBody(), { contentType }), CONTENT_TYPES);
   });
 
   it.each(['client_id', 'client_secret', 'access_token_url'])('when %s is missing, naming it', async (field) => {
     const body: Record<string, unknown> = request();
     delete body[field];
-    await invalid(tokenEvent(body), field);
+    await invalid(tokenEvent(body), `${field} is required`);
   });
 
   it.each([
@@ -333,57 +340,71 @@ describe('400 invalid_request', () => {
     ['access_token_url', 1],
     ['grant_type', 7],
     ['grant_type', null],
-    ['scope', 5],
-    ['scope', { read: true }],
-    ['scope', ['read', 2]],
     ['audience', ['a']],
     ['token_endpoint_auth_method', false],
   ])('when %s has the wrong type (%p), never coercing it', async (field, value) => {
-    await invalid(tokenEvent(request({ [field]: value })), field);
+    await invalid(tokenEvent(request({ [field]: value })), `${field} must be a string`);
+  });
+
+  it.each([5, { read: true }, ['read', 2]])('when scope has the wrong type (%p), never coercing it', async (value) => {
+    await invalid(tokenEvent(request({ scope: value })), 'scope must be a string or an array of strings');
   });
 
   it.each([
-    ['client_id', ''],
-    ['client_id', 'x'.repeat(257)],
-    ['client_id', 'caf\u00e9'],
-    ['client_id', 'line\nbreak'],
-    ['client_secret', 'x'.repeat(1025)],
-    ['client_secret', 'tab\tin'],
-    ['client_secret', 'emoji\u{1F511}'],
-    ['access_token_url', 'not a url'],
-    ['access_token_url', '/relative/token'],
-    ['access_token_url', ''],
-    ['access_token_url', `https://idp.example.com/${'a'.repeat(2048)}`],
-    ['grant_type', ''],
-    ['grant_type', 'client credentials'],
-    ['grant_type', 'bad!name'],
-    ['grant_type', 'urn:with space'],
-    ['scope', ''],
-    ['scope', 'read  write'],
-    ['scope', ' read'],
-    ['scope', 'quote"d'],
-    ['scope', 'back\\slash'],
-    ['scope', []],
-    ['scope', ['read', '']],
-    ['audience', ''],
-    ['audience', 'caf\u00e9'],
-    ['token_endpoint_auth_method', 'private_key_jwt'],
-    ['token_endpoint_auth_method', 'none'],
-  ])('when %s is malformed (%p)', async (field, value) => {
-    await invalid(tokenEvent(request({ [field]: value })), field);
+    ['client_id', '', CLIENT_ID],
+    ['client_id', 'x'.repeat(257), CLIENT_ID],
+    ['client_id', 'caf\u00e9', CLIENT_ID],
+    ['client_id', 'line\nbreak', CLIENT_ID],
+    ['client_secret', 'x'.repeat(1025), CLIENT_SECRET],
+    ['client_secret', 'tab\tin', CLIENT_SECRET],
+    ['client_secret', 'emoji\u{1F511}', CLIENT_SECRET],
+    ['access_token_url', 'not a url', 'access_token_url must be an absolute URL of at most 2048 visible ASCII characters'],
+    ['access_token_url', '/relative/token', 'access_token_url must be an absolute URL'],
+    ['access_token_url', '', 'access_token_url must be an absolute URL of at most 2048 visible ASCII characters'],
+    [
+      'access_token_url',
+      `https://idp.example.com/${'a'.repeat(2048)}`,
+      'access_token_url must be an absolute URL of at most 2048 visible ASCII characters',
+    ],
+    ['grant_type', '', GRANT_TYPE],
+    ['grant_type', 'client credentials', GRANT_TYPE],
+    ['grant_type', 'bad!name', GRANT_TYPE],
+    ['grant_type', 'urn:with space', GRANT_TYPE],
+    ['grant_type', 'bad!urn:ietf:params:oauth:grant-type:jwt-bearer', GRANT_TYPE],
+    ['grant_type', ' urn:ietf:params:oauth:grant-type:jwt-bearer', GRANT_TYPE],
+    ['scope', '', SCOPE],
+    ['scope', 'read  write', SCOPE],
+    ['scope', ' read', SCOPE],
+    ['scope', 'quote"d', SCOPE],
+    ['scope', 'back\\slash', SCOPE],
+    ['scope', [], SCOPE],
+    ['scope', ['read', ''], SCOPE],
+    ['audience', '', AUDIENCE],
+    ['audience', 'a'.repeat(2049), AUDIENCE],
+    ['audience', 'caf\u00e9', AUDIENCE],
+    ['token_endpoint_auth_method', 'tls_client_auth', AUTH_METHOD],
+    ['token_endpoint_auth_method', 'none', AUTH_METHOD],
+  ])('when %s is malformed (%p)', async (field, value, description) => {
+    await invalid(tokenEvent(request({ [field]: value })), description);
   });
 
-  it('accepts the longest allowed client_id and client_secret, and an empty secret', async () => {
-    const longest = await handle(tokenEvent(request({ client_id: 'i'.repeat(256), client_secret: 's'.repeat(1024) })));
+  it('accepts the longest allowed client_id, client_secret and audience, and an empty secret', async () => {
+    const longest = await handle(
+      tokenEvent(request({ client_id: 'i'.repeat(256), client_secret: 's'.repeat(1024), audience: 'a'.repeat(2048) })),
+    );
     const empty = await handle(tokenEvent(request({ client_secret: '' })));
 
     expect(longest.statusCode).toBe(200);
     expect(empty.statusCode).toBe(200);
   });
 
-  it('when a form field is repeated (RFC 6749 3.2)', async () => {
-    const body = `client_id=a&client_id=b&client_secret=${SECRET}&access_token_url=${encodeURIComponent(server.origin)}`;
-    await invalid(tokenEvent(body, { contentType: 'application/x-www-form-urlencoded' }), 'client_id');
+  it.each(['client_id', 'scope', 'grant_type'])('when the form field %s is repeated (RFC 6749 3.2)', async (field) => {
+    // Prepare: every other field valid, and the repeated one valid each time it appears
+    const fields = new URLSearchParams({ ...(request() as Record<string, string>), scope: 'read', grant_type: 'client_credentials' });
+    fields.append(field, fields.get(field) ?? '');
+
+    // Act, Assess
+    await invalid(tokenEvent(fields.toString(), { contentType: 'application/x-www-form-urlencoded' }), `${field} must not be repeated`);
   });
 
   it('never echoes the client secret in the description', async () => {
@@ -392,6 +413,41 @@ describe('400 invalid_request', () => {
     expect(result.statusCode).toBe(400);
     expect(result.body).not.toContain(SECRET);
   });
+});
+
+describe('the content type', () => {
+  it.each([
+    'application/x-www-form-urlencoded',
+    'application/x-www-form-urlencoded; charset=utf-8',
+    'application/x-www-form-urlencoded ; charset=utf-8',
+    'Application/X-WWW-Form-URLEncoded',
+  ])('reads a body labelled %s as a form and sends its fields on', async (contentType) => {
+    // Prepare
+    const body = new URLSearchParams({ ...(request() as Record<string, string>), scope: 'read write', audience: 'api' }).toString();
+
+    // Act
+    const result = await handle(tokenEvent(body, { contentType }));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(Object.fromEntries(server.received[0]?.form ?? [])).toEqual({
+      grant_type: 'client_credentials',
+      scope: 'read write',
+      audience: 'api',
+    });
+  });
+
+  it.each(['application/json', 'application/json; charset=utf-8', 'application/json ;charset=utf-8', 'APPLICATION/JSON'])(
+    'reads a body labelled %s as JSON',
+    async (contentType) => {
+      // Act
+      const result = await handle(tokenEvent(request({ scope: ['read', 'write'] }), { contentType }));
+
+      // Assess
+      expect(result.statusCode).toBe(200);
+      expect(server.received[0]?.form.get('scope')).toBe('read write');
+    },
+  );
 });
 
 describe('413 payload_too_large', () => {
@@ -498,11 +554,9 @@ describe('502 upstream_error', () => {
     ['an object without access_token', { token_type: 'Bearer' }],
     ['a numeric access_token', { access_token: 12345 }],
     ['an empty access_token', { access_token: '' }],
-    ['a __proto__ key', '{"access_token":"x","__proto__":{"polluted":true}}'],
   ])('when a 200 answer is %s', async (_case, answer) => {
     server.answer(json(200, typeof answer === 'string' ? answer : JSON.stringify(answer)));
     await expectUpstreamError();
-    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
   it('when the answer is over 1 MiB', async () => {
@@ -708,7 +762,10 @@ describe('a JSON body labelled as a form', () => {
     const result = await handle(tokenEvent(request(), { contentType: 'application/x-www-form-urlencoded' }));
 
     expect(result.statusCode).toBe(400);
-    expect(bodyOf(result).description).toContain('content-type: application/json');
+    expect(bodyOf(result)).toStrictEqual({
+      code: 'invalid_request',
+      description: 'The body is JSON but its content-type is application/x-www-form-urlencoded: send content-type: application/json',
+    });
   });
 });
 
@@ -733,13 +790,118 @@ describe('events from other API Gateway set-ups', () => {
     expect(result.statusCode).toBe(200);
   });
 
-  it('does not strip a stage prefix that is not the event stage', async () => {
-    const event = tokenEvent(request(), { path: '/dev/v1/oauth/token' });
+  it.each([
+    ['another stage of the same length', 'prod', '/test/v1/oauth/token'],
+    ['another stage of another length', 'prod', '/dev/v1/oauth/token'],
+    ['a literal $default, which is never a path prefix', '$default', '/$default/v1/oauth/token'],
+    ['the stage without the slash after it', 'prod', '/prodv1/oauth/token'],
+  ])('answers 404 for a token path under %s', async (_case, stage, path) => {
+    // Prepare
+    const event = tokenEvent(request(), { path });
     event.routeKey = '$default';
-    event.requestContext.stage = 'prod';
+    event.requestContext.stage = stage;
 
+    // Act
     const result = await handle(event);
 
+    // Assess
     expect(result.statusCode).toBe(404);
+    expect(server.received).toHaveLength(0);
+  });
+});
+
+describe('prototype pollution attempts', () => {
+  const prototypeBefore = Object.getOwnPropertyNames(Object.prototype).sort();
+  const expectPrototypeClean = (): void => {
+    expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(prototypeBefore);
+    const blank = {} as Record<string, unknown>;
+    expect([blank.client_secret, blank.access_token_url, blank.polluted]).toEqual([undefined, undefined, undefined]);
+  };
+  const tokenUrl = () => JSON.stringify(`${server.origin}/oauth2/token`);
+
+  it.each([
+    [
+      'client_secret under __proto__',
+      () => `{"__proto__":{"client_secret":"from-proto"},"client_id":"service-a","access_token_url":${tokenUrl()}}`,
+      'client_secret is required',
+    ],
+    [
+      'access_token_url under __proto__',
+      () => `{"__proto__":{"access_token_url":"http://169.254.169.254/"},"client_id":"service-a","client_secret":"s"}`,
+      'access_token_url is required',
+    ],
+    [
+      'client_secret under constructor.prototype',
+      () => `{"constructor":{"prototype":{"client_secret":"from-proto"}},"client_id":"service-a","access_token_url":${tokenUrl()}}`,
+      'client_secret is required',
+    ],
+  ])('answers a JSON body carrying %s as if the field were missing', async (_case, body, description) => {
+    // Act
+    const result = await handle(tokenEvent(body()));
+
+    // Assess
+    expect(result.statusCode).toBe(400);
+    expect(bodyOf(result)).toStrictEqual({ code: 'invalid_request', description });
+    expect(server.received).toHaveLength(0);
+    expectPrototypeClean();
+  });
+
+  it('answers a form body carrying __proto__ and constructor[prototype] keys as if the secret were missing', async () => {
+    // Prepare
+    const form = new URLSearchParams({ client_id: 'service-a', access_token_url: `${server.origin}/oauth2/token` });
+    form.append('__proto__[client_secret]', 'from-proto');
+    form.append('__proto__', 'client_secret=from-proto');
+    form.append('constructor[prototype][client_secret]', 'from-proto');
+
+    // Act
+    const result = await handle(tokenEvent(form.toString(), { contentType: 'application/x-www-form-urlencoded' }));
+
+    // Assess
+    expect(result.statusCode).toBe(400);
+    expect(bodyOf(result)).toStrictEqual({ code: 'invalid_request', description: 'client_secret is required' });
+    expectPrototypeClean();
+  });
+
+  it('passes the valid fields of a body that also carries __proto__, and nothing from it', async () => {
+    // Prepare
+    const body = `{"__proto__":{"scope":"admin","audience":"evil"},"client_id":"service-a","client_secret":"s","access_token_url":${tokenUrl()}}`;
+
+    // Act
+    const result = await handle(tokenEvent(body));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(Object.fromEntries(server.received[0]?.form ?? [])).toEqual({ grant_type: 'client_credentials' });
+    expectPrototypeClean();
+  });
+
+  it('refuses an IdP answer carrying __proto__ as unusable (wreck refuses to parse it)', async () => {
+    // Prepare
+    server.answer(json(200, '{"access_token":"x","__proto__":{"polluted":true}}'));
+
+    // Act
+    const result = await handle(tokenEvent(request()));
+
+    // Assess
+    expect(result.statusCode).toBe(502);
+    expect(bodyOf(result)).toStrictEqual({
+      code: 'upstream_error',
+      description: 'The identity provider could not be reached or gave an unusable answer',
+    });
+    expectPrototypeClean();
+  });
+
+  it('returns an IdP answer carrying constructor.prototype as plain data, exactly as sent', async () => {
+    // Prepare
+    const answer = '{"access_token":"x","constructor":{"prototype":{"polluted":true}}}';
+    server.answer(json(200, answer));
+
+    // Act
+    const result = await handle(tokenEvent(request()));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(result.body).toBe(answer);
+    expectPrototypeClean();
   });
 });

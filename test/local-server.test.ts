@@ -1,14 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from '../lambda/config';
-import { destroyAgents } from '../lambda/guarded-agents';
-import { createHandler } from '../lambda/handler';
-import type { RequestRecord } from '../lambda/observability';
 import { TOKEN_PATHS } from '../lambda/routes';
 import { parseTokenRequest } from '../lambda/token-request';
 import { type ReceivedHttpRequest, toApiGatewayEvent } from '../local/api-gateway-event';
-import { idpEnv } from './support/idp-env';
 
 const REPO_ROOT = join(__dirname, '..');
 const START_TIMEOUT_MS = 20_000;
@@ -394,48 +389,5 @@ describe('toApiGatewayEvent', () => {
       time: '12/Mar/2020:19:03:58 +0000',
       timeEpoch: Date.UTC(2020, 2, 12, 19, 3, 58),
     });
-  });
-});
-
-describe('the shared IdP of the test run (test/support/global-setup.ts)', () => {
-  afterAll(() => destroyAgents());
-
-  it.each([
-    ['client_secret_basic', 'basic'],
-    ['client_secret_post', 'post'],
-  ] as const)('issues a token through the handler to the client registered for %s', async (method, client) => {
-    // Prepare
-    const idp = idpEnv();
-    const records: RequestRecord[] = [];
-    const handler = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: idp.issuer }), { record: (entry) => records.push(entry) });
-    const body = JSON.stringify({
-      client_id: idp[client].clientId,
-      client_secret: idp[client].clientSecret,
-      access_token_url: idp.tokenUrl,
-      token_endpoint_auth_method: method,
-      scope: ['read', 'write'],
-    });
-    const request: ReceivedHttpRequest = {
-      method: 'POST',
-      target: '/oauth/token',
-      rawHeaders: ['content-type', 'application/json'],
-      httpVersion: '1.1',
-      sourceIp: '127.0.0.1',
-      localPort: 3000,
-      body: Buffer.from(body),
-    };
-
-    // Act
-    const result = await handler(toApiGatewayEvent(request, { routeKey: 'POST /oauth/token', requestId: 'shared-idp' }));
-
-    // Assess
-    expect(result.statusCode).toBe(200);
-    expect(JSON.parse(result.body ?? '')).toMatchObject({ access_token: expect.any(String), scope: 'read write' });
-    expect(records).toMatchObject([{ outcome: 'ok', idp_status: 200 }]);
-  });
-
-  it('names the missing variable when global setup did not run', () => {
-    // Act and Assess
-    expect(() => idpEnv({})).toThrow(/IDP_ISSUER is not set/);
   });
 });

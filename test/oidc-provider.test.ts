@@ -26,13 +26,24 @@ const UNAUTHORIZED = { code: 'unauthorized', description: 'Unauthorized credenti
 describe('against oidc-provider', () => {
   it('gets a token with client_secret_basic and returns exactly the IdP fields', async () => {
     const result = await handle(
-      tokenEvent({ client_id: idp.basic.clientId, client_secret: idp.basic.clientSecret, access_token_url: idp.tokenUrl, scope: 'read' }),
+      tokenEvent({
+        client_id: idp.basic.clientId,
+        client_secret: idp.basic.clientSecret,
+        access_token_url: idp.tokenUrl,
+        scope: ['read', 'write'],
+      }),
     );
 
     expect(result.statusCode).toBe(200);
     const token = bodyOf(result);
     expect(Object.keys(token).sort()).toEqual(['access_token', 'expires_in', 'scope', 'token_type']);
-    expect(token).toMatchObject({ token_type: 'Bearer', scope: 'read', access_token: expect.any(String), expires_in: expect.any(Number) });
+    expect(token).toMatchObject({
+      token_type: 'Bearer',
+      scope: 'read write',
+      access_token: expect.any(String),
+      expires_in: expect.any(Number),
+    });
+    expect(observed.records).toMatchObject([{ outcome: 'ok', idp_status: 200 }]);
   });
 
   it('gets a token with client_secret_post from a base64 form body on the unversioned route', async () => {

@@ -92,17 +92,46 @@ describe('TokenCache', () => {
     expect(failing).toHaveBeenCalledTimes(1);
   });
 
-  it('makes one call for identical concurrent requests, and shares its failure', async () => {
+  it('makes one call for identical concurrent requests and hands its token to all', async () => {
+    // Prepare
     const cache = new TokenCache();
     let release: (value: IdpToken) => void = () => undefined;
     const fetchToken = jest.fn(() => new Promise<IdpToken>((resolve) => (release = resolve)));
 
+    // Act
     const all = Promise.all([cache.get('k', fetchToken), cache.get('k', fetchToken), cache.get('k', fetchToken)]);
     release(token(3600));
     const results = await all;
 
+    // Assess
     expect(fetchToken).toHaveBeenCalledTimes(1);
-    expect(results.map((result) => result.hit)).toEqual([false, true, true]);
+    expect(results).toEqual([
+      { hit: false, token: token(3600) },
+      { hit: true, token: token(3600) },
+      { hit: true, token: token(3600) },
+    ]);
+  });
+
+  it('shares the failure of that one call with every waiter, and keeps nothing', async () => {
+    // Prepare
+    const cache = new TokenCache();
+    const failure = new Error('the IdP refused');
+    let fail: (error: Error) => void = () => undefined;
+    const fetchToken = jest.fn(() => new Promise<IdpToken>((_resolve, reject) => (fail = reject)));
+
+    // Act
+    const all = Promise.allSettled([cache.get('k', fetchToken), cache.get('k', fetchToken), cache.get('k', fetchToken)]);
+    fail(failure);
+    const results = await all;
+
+    // Assess
+    expect(fetchToken).toHaveBeenCalledTimes(1);
+    expect(results).toEqual([
+      { status: 'rejected', reason: failure },
+      { status: 'rejected', reason: failure },
+      { status: 'rejected', reason: failure },
+    ]);
+    expect(cache.size).toBe(0);
   });
 
   it('evicts the least recently used entry when full', async () => {
@@ -145,14 +174,20 @@ describe('the handler with TOKEN_CACHE', () => {
     await server.close();
   });
 
-  it('is off by default: every request reaches the IdP and there is no x-token-cache header', async () => {
-    handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), recordingObservability());
+  it.each([
+    ['unset', {}],
+    ['off', { TOKEN_CACHE: 'off' }],
+  ])('is off when TOKEN_CACHE is %s: every request reaches the IdP and there is no x-token-cache header', async (_case, env) => {
+    // Prepare
+    handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, ...env }), recordingObservability());
 
+    // Act
     const first = await handle(tokenEvent(body()));
-    await handle(tokenEvent(body()));
+    const second = await handle(tokenEvent(body()));
 
+    // Assess
     expect(server.received).toHaveLength(2);
-    expect(first.headers?.['x-token-cache']).toBeUndefined();
+    expect([first.headers?.['x-token-cache'], second.headers?.['x-token-cache']]).toEqual([undefined, undefined]);
   });
 
   it('answers a repeat without the IdP and says so in x-token-cache', async () => {
@@ -174,7 +209,28 @@ describe('the handler with TOKEN_CACHE', () => {
     const results = await Promise.all(Array.from({ length: 5 }, () => handle(tokenEvent(body()))));
 
     expect(server.received).toHaveLength(1);
-    expect(results.every((result) => result.statusCode === 200)).toBe(true);
+    expect(results.map((result) => result.statusCode)).toEqual([200, 200, 200, 200, 200]);
+  });
+
+  it('shares one IdP rejection between identical concurrent requests, then asks the IdP again', async () => {
+    // Prepare
+    server.answer((received, response) => {
+      setTimeout(() => json(401, { error: 'invalid_client' })(received, response), 50);
+    });
+
+    // Act
+    const results = await Promise.all(Array.from({ length: 3 }, () => handle(tokenEvent(body()))));
+    server.answer(json(200, DEMO_TOKEN));
+    const after = await handle(tokenEvent(body()));
+
+    // Assess
+    expect(results.map((result) => [result.statusCode, bodyOf(result).code])).toEqual([
+      [401, 'unauthorized'],
+      [401, 'unauthorized'],
+      [401, 'unauthorized'],
+    ]);
+    expect(after.headers?.['x-token-cache']).toBe('miss');
+    expect(server.received).toHaveLength(2);
   });
 
   it.each([

@@ -9,7 +9,15 @@ import { AddressNotAllowedError, agentFor, destroyAgents } from '../lambda/guard
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import type { Observability, RequestRecord } from '../lambda/observability';
 import { type AddressPermit, PUBLIC_ONLY, parseAllowlist } from '../lambda/token-url-policy';
-import { allowlistLookalikePayloads, atPort, dnsOnlyNames, type Payload, PORT, refusedEverywherePayloads } from './support/ssrf-payloads';
+import {
+  allowlistLookalikePayloads,
+  atPort,
+  dnsOnlyNames,
+  type Payload,
+  PORT,
+  REFUSED,
+  refusedEverywherePayloads,
+} from './support/ssrf-payloads';
 import { DEMO_TOKEN, startTokenServer, type TokenServer } from './support/token-server';
 import { isJailLoopback, lockNetwork, type NetworkJail, startTrapListeners, type TrapListeners } from './support/trap-listeners';
 
@@ -48,9 +56,6 @@ function errorBody(response: APIGatewayProxyStructuredResultV2): { code: string;
   return JSON.parse(String(response.body)) as { code: string; description: string };
 }
 
-// Parts of a payload a refusal's description must never repeat back.
-const ECHO_MARKERS = ['127.', '169.254', 'localhost', '::', 'auth0', 'example', 'nip.io', '@', 'ffff'];
-
 let trap: TrapListeners;
 let jail: NetworkJail;
 let acceptedAtStart = 0;
@@ -74,7 +79,10 @@ beforeEach(() => {
   records.length = 0;
 });
 
-/** Run one payload through a handler and check it was refused with no socket, no DNS and no trap hit. */
+/**
+ * Run one payload through a handler and check it was refused by the payload's rule, with no
+ * socket, no DNS and no trap hit.
+ */
 async function expectRefusedBeforeAnySocket(handler: TokenHandler, payload: Payload): Promise<void> {
   // Prepare
   const url = atPort(payload.url, trap.port);
@@ -83,30 +91,24 @@ async function expectRefusedBeforeAnySocket(handler: TokenHandler, payload: Payl
   const response = await handler(tokenEvent(url));
 
   // Assess
-  const status = response.statusCode;
+  const { status, code, description } = payload.refusedBy;
   expect({
-    refusedByStatus: status === 400 || status === 403,
-    status,
+    status: response.statusCode,
+    body: errorBody(response),
     refused: jail.refused,
     attempts: jail.attempts,
     lookups: jail.lookups,
   }).toEqual({
-    refusedByStatus: true,
     status,
+    body: { code, description },
     refused: [],
     attempts: [],
     lookups: [],
   });
   expect(jail.socketsCreated()).toBe(0);
   expect(trapHits()).toEqual([]);
-  const body = errorBody(response);
-  expect(body).toEqual({
-    code: response.statusCode === 400 ? 'invalid_request' : 'token_url_not_allowed',
-    description: expect.any(String),
-  });
-  for (const marker of [String(trap.port), ...ECHO_MARKERS]) expect(body.description).not.toContain(marker);
   expect(response.body).not.toContain(SECRET);
-  expect(records.map((record) => record.outcome)).toEqual([body.code]);
+  expect(records.map((record) => record.outcome)).toEqual([code]);
   expect(JSON.stringify(records)).not.toContain(SECRET);
 }
 
@@ -131,7 +133,10 @@ describe('the token URL guard with no allowlist (any public https URL)', () => {
 
     // Assess: the locked network answers every name ENOTFOUND, so the only honest result is 502.
     expect(response.statusCode).toBe(502);
-    expect(errorBody(response).code).toBe('upstream_error');
+    expect(errorBody(response)).toEqual({
+      code: 'upstream_error',
+      description: 'The identity provider could not be reached or gave an unusable answer',
+    });
     expect(jail.lookups).toEqual([hostname]);
     expect(jail.refused).toEqual([]);
     expect(jail.attempts.every((attempt) => net.isIP(attempt.host) === 0)).toBe(true);
@@ -139,15 +144,14 @@ describe('the token URL guard with no allowlist (any public https URL)', () => {
   });
 });
 
+// The payloads above need no second run under an allowlist: none can match one, and the rule that
+// refuses a URL outside it is shown by the look-alikes.
 describe('the token URL guard with an allowlist of https://login.example.com and https://*.auth0.com', () => {
   const handler = handlerFor({ TOKEN_URL_ALLOWLIST: STANDARD_ALLOWLIST });
 
-  it.each([...refusedEverywhere, ...titled(allowlistLookalikePayloads(PORT))])(
-    'refuses $name before any socket or DNS query: $shown',
-    async (payload) => {
-      await expectRefusedBeforeAnySocket(handler, payload);
-    },
-  );
+  it.each(titled(allowlistLookalikePayloads(PORT)))('refuses $name before any socket or DNS query: $shown', async (payload) => {
+    await expectRefusedBeforeAnySocket(handler, payload);
+  });
 });
 
 describe('an allowlist entry naming a loopback address literally', () => {
@@ -164,16 +168,20 @@ describe('an allowlist entry naming a loopback address literally', () => {
     expect(jail.attempts).toEqual([{ host: '127.0.0.1', port: trap.port, allowed: true }]);
   });
 
-  it.each([
-    { name: 'the IPv6 loopback', url: `http://[::1]:${PORT}/oauth/token` },
-    { name: 'localhost', url: `http://localhost:${PORT}/oauth/token` },
-    { name: 'a subdomain of localhost', url: `http://idp.localhost:${PORT}/oauth/token` },
-    { name: 'another loopback address', url: `http://127.0.0.2:${PORT}/oauth/token` },
-    { name: 'the same address over https', url: `https://127.0.0.1:${PORT}/oauth/token` },
-    { name: 'the same address on the default port', url: 'http://127.0.0.1/oauth/token' },
-    { name: 'the Lambda runtime API port', url: 'http://127.0.0.1:9001/2018-06-01/runtime/invocation/next' },
-    { name: 'a metadata address', url: `http://169.254.169.254:${PORT}/latest/meta-data/` },
-  ])('refuses $name', async (payload) => {
+  it.each<Payload>([
+    { name: 'the IPv6 loopback', url: `http://[::1]:${PORT}/oauth/token`, refusedBy: REFUSED.notListed },
+    { name: 'localhost', url: `http://localhost:${PORT}/oauth/token`, refusedBy: REFUSED.notListed },
+    { name: 'a subdomain of localhost', url: `http://idp.localhost:${PORT}/oauth/token`, refusedBy: REFUSED.notListed },
+    { name: 'another loopback address', url: `http://127.0.0.2:${PORT}/oauth/token`, refusedBy: REFUSED.notListed },
+    { name: 'the same address over https', url: `https://127.0.0.1:${PORT}/oauth/token`, refusedBy: REFUSED.notListed },
+    { name: 'the same address on the default port', url: 'http://127.0.0.1/oauth/token', refusedBy: REFUSED.notListed },
+    {
+      name: 'the Lambda runtime API port',
+      url: 'http://127.0.0.1:9001/2018-06-01/runtime/invocation/next',
+      refusedBy: REFUSED.notListed,
+    },
+    { name: 'a metadata address', url: `http://169.254.169.254:${PORT}/latest/meta-data/`, refusedBy: REFUSED.notListed },
+  ])('refuses $name as not in the allowlist', async (payload) => {
     await expectRefusedBeforeAnySocket(handlerFor({ TOKEN_URL_ALLOWLIST: `http://127.0.0.1:${trap.port}` }), payload);
   });
 
@@ -187,6 +195,7 @@ describe('an allowlist entry naming a loopback address literally', () => {
 
     // Assess
     expect(response.statusCode).toBe(403);
+    expect(errorBody(response)).toEqual({ code: REFUSED.notListed.code, description: REFUSED.notListed.description });
     expect(jail.attempts).toEqual([]);
   });
 });

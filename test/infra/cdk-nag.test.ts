@@ -4,6 +4,7 @@ import { HttpUrlIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { Code, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
+import { buildApp } from '../../infra/app';
 import type { TokenExchangeStack } from '../../infra/token-exchange-stack';
 import { newApp, synthesize } from './stack-fixture';
 
@@ -78,5 +79,19 @@ describe('cdk-nag AwsSolutions', () => {
         expect.stringMatching(/^AwsSolutions-IAM4\[/),
       ]),
     );
+  });
+
+  it('fails the synth of the app when a finding is not acknowledged', () => {
+    // Prepare: an unauthorized route the stack did not acknowledge, in the app as buildApp makes it
+    const app = newApp({ bundle: false });
+    const stack = buildApp(app);
+    const extra = new HttpApi(stack, 'Unreviewed', { createDefaultStage: false });
+    extra.addRoutes({ path: '/open', methods: [HttpMethod.GET], integration: new HttpUrlIntegration('Url', 'https://idp.example.com/') });
+
+    // Act
+    const act = () => app.synth();
+
+    // Assess
+    expect(act).toThrow(/AwsSolutions-APIG4/);
   });
 });

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
@@ -37,6 +37,15 @@ afterAll(async () => {
 
 const readAsset = (name: string): string => readFileSync(path.join(assetDir, name), 'utf8');
 const sourcesOf = (map: string): string[] => (JSON.parse(map) as { sources: string[] }).sources;
+/** The npm packages the bundle is made of, read from its source map. */
+const bundledPackages = (): Set<string> =>
+  new Set(
+    sourcesOf(readAsset('index.js.map'))
+      .map((source) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(source)?.[1])
+      .filter((name): name is string => name !== undefined),
+  );
+// The deployed bundle's size budget (README, docs/BENCHMARKS.md).
+const BUNDLE_BUDGET_BYTES = 250 * 1024;
 
 /**
  * Loads a bundle in a fresh Node.js process with `DEBUG=*`, as the Lambda runtime would with that
@@ -78,6 +87,20 @@ describe('the function bundle NodejsFunction builds', () => {
     await build(lambdaBuildOptions(outfile));
 
     expect(readAsset('index.js')).toBe(readFileSync(outfile, 'utf8'));
+  });
+
+  it('stays within its 250 KiB budget', () => {
+    expect(statSync(path.join(assetDir, 'index.js')).size).toBeLessThanOrEqual(BUNDLE_BUDGET_BYTES);
+  });
+
+  it('holds simple-oauth2 and wreck, and not joi, whose schema check the exchange skips', () => {
+    const packages = bundledPackages();
+
+    expect(['simple-oauth2', '@hapi/wreck', 'joi'].map((name) => [name, packages.has(name)])).toEqual([
+      ['simple-oauth2', true],
+      ['@hapi/wreck', true],
+      ['joi', false],
+    ]);
   });
 
   it('holds lambda/silent-debug.ts in place of the debug package', () => {

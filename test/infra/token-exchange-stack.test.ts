@@ -1,5 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
-import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { Capture, Match, type Template } from 'aws-cdk-lib/assertions';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BUNDLE_TARGET } from '../../infra/bundling';
 import { FUNCTION_RUNTIME, type TokenExchangeStackProps } from '../../infra/token-exchange-stack';
@@ -21,8 +21,6 @@ const CONFIGURED: TokenExchangeStackProps = {
   sourceMapStackTraces: true,
 };
 
-type Resource = { Properties: Record<string, unknown> };
-
 let defaults: Template;
 let configured: Template;
 
@@ -31,18 +29,24 @@ beforeAll(() => {
   configured = synthesize(CONFIGURED).template;
 });
 
-/** The single resource of a type, asserting there is exactly one. */
-function only(template: Template, type: string): { id: string; resource: Resource } {
-  const found = Object.entries(template.findResources(type));
-  expect(found).toHaveLength(1);
-  const [id, resource] = found[0] as [string, Resource];
-  return { id, resource };
+/** The logical id a `Ref` or `Fn::GetAtt` of the only resource of a type names. */
+function idOfOnly(template: Template, type: string): string {
+  template.resourceCountIs(type, 1);
+  return Object.keys(template.findResources(type))[0] as string;
 }
 
-/** Renders an `Fn::Join` of literals and `Ref`s as `literal${LogicalId}literal`, to compare URLs. */
-function joined(value: unknown): string {
-  const [separator, parts] = (value as { 'Fn::Join': [string, unknown[]] })['Fn::Join'];
-  return parts.map((part) => (typeof part === 'string' ? part : `\${${(part as { Ref: string }).Ref}}`)).join(separator);
+/** The logical id of the function's log group, captured from its LoggingConfig. */
+function functionLogGroup(template: Template): string {
+  const logGroup = new Capture();
+  template.hasResourceProperties('AWS::Lambda::Function', { LoggingConfig: { LogGroup: { Ref: logGroup } } });
+  return logGroup.asString();
+}
+
+/** `https://${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}/` followed by `path`, as CloudFormation joins it. */
+function apiUrl(apiId: string, path: string): unknown {
+  return {
+    'Fn::Join': ['', ['https://', { Ref: apiId }, '.execute-api.', { Ref: 'AWS::Region' }, '.', { Ref: 'AWS::URLSuffix' }, `/${path}`]],
+  };
 }
 
 describe('the function', () => {
@@ -71,61 +75,64 @@ describe('the function', () => {
   });
 
   it("sets exactly the contract's configuration and the metrics namespace, with their defaults, and no DEBUG", () => {
-    const { resource } = only(defaults, 'AWS::Lambda::Function');
-
-    expect(resource.Properties.Environment).toEqual({
-      Variables: {
-        TOKEN_URL_ALLOWLIST: '',
-        UPSTREAM_TIMEOUT_MS: '5000',
-        TOKEN_CACHE: 'off',
-        LOG_LEVEL: 'INFO',
-        POWERTOOLS_METRICS_NAMESPACE: 'TokenExchange',
+    defaults.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: Match.objectEquals({
+          TOKEN_URL_ALLOWLIST: '',
+          UPSTREAM_TIMEOUT_MS: '5000',
+          TOKEN_CACHE: 'off',
+          LOG_LEVEL: 'INFO',
+          POWERTOOLS_METRICS_NAMESPACE: 'TokenExchange',
+        }),
       },
     });
   });
 
   it('sets the environment from props: allowlist comma-joined, cache on, source-mapped stack traces, and no DEBUG', () => {
-    const { resource } = only(configured, 'AWS::Lambda::Function');
-
-    expect(resource.Properties.Environment).toEqual({
-      Variables: {
-        TOKEN_URL_ALLOWLIST: 'https://login.example.com,https://*.auth0.com',
-        UPSTREAM_TIMEOUT_MS: '8000',
-        TOKEN_CACHE: 'on',
-        LOG_LEVEL: 'WARN',
-        POWERTOOLS_METRICS_NAMESPACE: 'Acme/TokenExchange',
-        NODE_OPTIONS: '--enable-source-maps',
+    configured.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: Match.objectEquals({
+          TOKEN_URL_ALLOWLIST: 'https://login.example.com,https://*.auth0.com',
+          UPSTREAM_TIMEOUT_MS: '8000',
+          TOKEN_CACHE: 'on',
+          LOG_LEVEL: 'WARN',
+          POWERTOOLS_METRICS_NAMESPACE: 'Acme/TokenExchange',
+          NODE_OPTIONS: '--enable-source-maps',
+        }),
       },
     });
   });
 
   it('logs to its own log group, kept for a month by default', () => {
-    const logGroups = defaults.findResources('AWS::Logs::LogGroup', { Properties: { RetentionInDays: 30 } });
-    const { resource } = only(defaults, 'AWS::Lambda::Function');
+    const logGroup = functionLogGroup(defaults);
 
-    const target = (resource.Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
-    expect(Object.keys(logGroups)).toContain(target);
+    expect(defaults.findResources('AWS::Logs::LogGroup', { Properties: { RetentionInDays: 30 } })).toHaveProperty([logGroup]);
   });
 
-  it('may write only to its own log group: no managed policy, two log actions on that group', () => {
-    const { resource: fn } = only(defaults, 'AWS::Lambda::Function');
-    const { id: roleId, resource: role } = only(defaults, 'AWS::IAM::Role');
-    const logGroup = (fn.Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
+  it('runs as its own role, with no managed policy and no separate policy resource', () => {
+    const role = idOfOnly(defaults, 'AWS::IAM::Role');
 
-    expect(fn.Properties.Role).toEqual({ 'Fn::GetAtt': [roleId, 'Arn'] });
-    expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    defaults.hasResourceProperties('AWS::Lambda::Function', { Role: { 'Fn::GetAtt': [role, 'Arn'] } });
+    defaults.hasResourceProperties('AWS::IAM::Role', { ManagedPolicyArns: Match.absent() });
     defaults.resourceCountIs('AWS::IAM::Policy', 0);
-    expect(role.Properties.Policies).toEqual([
-      {
-        PolicyName: 'WriteOwnLogs',
-        PolicyDocument: {
-          Version: '2012-10-17',
-          Statement: [
-            { Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: { 'Fn::GetAtt': [logGroup, 'Arn'] } },
-          ],
+  });
+
+  it('may only create log streams and put log events in its own log group', () => {
+    const logGroup = functionLogGroup(defaults);
+
+    defaults.hasResourceProperties('AWS::IAM::Role', {
+      Policies: [
+        {
+          PolicyName: 'WriteOwnLogs',
+          PolicyDocument: {
+            Version: '2012-10-17',
+            Statement: [
+              { Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: { 'Fn::GetAtt': [logGroup, 'Arn'] } },
+            ],
+          },
         },
-      },
-    ]);
+      ],
+    });
   });
 
   it('reserves no concurrency by default', () => {
@@ -138,30 +145,40 @@ describe('the function', () => {
 });
 
 describe('the HTTP API', () => {
-  it('routes POST /v1/oauth/token and POST /oauth/token, and nothing else, to one integration', () => {
-    const { id: integrationId } = only(defaults, 'AWS::ApiGatewayV2::Integration');
-    const routes = Object.values(defaults.findResources('AWS::ApiGatewayV2::Route')) as Resource[];
+  it('has exactly two routes', () => {
+    defaults.resourceCountIs('AWS::ApiGatewayV2::Route', 2);
+  });
 
-    expect(routes.map((route) => route.Properties.RouteKey).sort()).toEqual(['POST /oauth/token', 'POST /v1/oauth/token']);
-    for (const route of routes) expect(joined(route.Properties.Target)).toBe(`integrations/\${${integrationId}}`);
+  it.each(['POST /v1/oauth/token', 'POST /oauth/token'])('routes %s to the one integration', (routeKey) => {
+    const integration = idOfOnly(defaults, 'AWS::ApiGatewayV2::Integration');
+
+    defaults.hasResourceProperties('AWS::ApiGatewayV2::Route', {
+      RouteKey: routeKey,
+      Target: { 'Fn::Join': ['', ['integrations/', { Ref: integration }]] },
+    });
   });
 
   it('invokes the function through a Lambda proxy integration with payload format 2.0', () => {
-    const { id: functionId } = only(defaults, 'AWS::Lambda::Function');
+    const fn = idOfOnly(defaults, 'AWS::Lambda::Function');
 
     defaults.hasResourceProperties('AWS::ApiGatewayV2::Integration', {
       IntegrationType: 'AWS_PROXY',
       PayloadFormatVersion: '2.0',
-      IntegrationUri: { 'Fn::GetAtt': [functionId, 'Arn'] },
+      IntegrationUri: { 'Fn::GetAtt': [fn, 'Arn'] },
     });
   });
 
-  it('lets API Gateway invoke the function only for the two token routes', () => {
-    const permissions = Object.values(defaults.findResources('AWS::Lambda::Permission')) as Resource[];
+  it('lets API Gateway invoke the function through exactly two permissions', () => {
+    defaults.resourceCountIs('AWS::Lambda::Permission', 2);
+  });
 
-    const scopes = permissions.map((permission) => joined(permission.Properties.SourceArn).replace(/^.*\}/, '')).sort();
-    expect(scopes).toEqual(['/*/*/oauth/token', '/*/*/v1/oauth/token']);
-    for (const permission of permissions) expect(permission.Properties.Principal).toBe('apigateway.amazonaws.com');
+  it.each(['/*/*/v1/oauth/token', '/*/*/oauth/token'])('lets API Gateway invoke the function for %s only', (scope) => {
+    const api = idOfOnly(defaults, 'AWS::ApiGatewayV2::Api');
+
+    defaults.hasResourceProperties('AWS::Lambda::Permission', {
+      Principal: 'apigateway.amazonaws.com',
+      SourceArn: { 'Fn::Join': ['', Match.arrayWith([{ Ref: api }, scope])] },
+    });
   });
 
   it('serves one auto-deployed $default stage', () => {
@@ -181,25 +198,30 @@ describe('the HTTP API', () => {
     });
   });
 
-  it('writes JSON access logs with the request id, route and status to a log group of its own', () => {
-    const { resource: stage } = only(defaults, 'AWS::ApiGatewayV2::Stage');
-    const { resource: fn } = only(defaults, 'AWS::Lambda::Function');
-    const settings = stage.Properties.AccessLogSettings as { DestinationArn: { 'Fn::GetAtt': [string, string] }; Format: string };
-    const [accessLogGroup] = settings.DestinationArn['Fn::GetAtt'];
-
-    expect(JSON.parse(settings.Format)).toMatchObject({
-      requestId: '$context.requestId',
-      routeKey: '$context.routeKey',
-      status: '$context.status',
+  it('writes JSON access logs with the request id, route and status', () => {
+    defaults.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      AccessLogSettings: {
+        Format: Match.serializedJson(
+          Match.objectLike({ requestId: '$context.requestId', routeKey: '$context.routeKey', status: '$context.status' }),
+        ),
+      },
     });
-    defaults.hasResource('AWS::Logs::LogGroup', Match.objectLike({ Properties: { RetentionInDays: 30 } }));
-    expect(Object.keys(defaults.findResources('AWS::Logs::LogGroup'))).toContain(accessLogGroup);
-    expect(accessLogGroup).not.toBe((fn.Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref);
+  });
+
+  it('writes its access logs to a log group of its own, kept for a month by default', () => {
+    const accessLogs = new Capture();
+
+    defaults.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      AccessLogSettings: { DestinationArn: { 'Fn::GetAtt': [accessLogs, 'Arn'] } },
+    });
+
+    expect(accessLogs.asString()).not.toBe(functionLogGroup(defaults));
+    expect(defaults.findResources('AWS::Logs::LogGroup', { Properties: { RetentionInDays: 30 } })).toHaveProperty([accessLogs.asString()]);
   });
 
   it('keeps both log groups for the retention set in props', () => {
     configured.resourceCountIs('AWS::Logs::LogGroup', 2);
-    expect(Object.keys(configured.findResources('AWS::Logs::LogGroup', { Properties: { RetentionInDays: 90 } }))).toHaveLength(2);
+    configured.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });
   });
 
   it('has no CORS configuration when no origins are set', () => {
@@ -218,16 +240,17 @@ describe('the HTTP API', () => {
 });
 
 describe('the outputs', () => {
-  it('give the API URL and both token endpoint URLs', () => {
-    const { id: apiId } = only(defaults, 'AWS::ApiGatewayV2::Api');
-    const base = `https://\${${apiId}}.execute-api.\${AWS::Region}.\${AWS::URLSuffix}/`;
+  it.each([
+    ['ApiUrl', ''],
+    ['TokenEndpointV1', 'v1/oauth/token'],
+    ['TokenEndpoint', 'oauth/token'],
+  ])('give %s as the API URL followed by %p', (name, path) => {
+    const api = idOfOnly(defaults, 'AWS::ApiGatewayV2::Api');
 
-    const outputs = defaults.toJSON().Outputs as Record<string, { Value: unknown }>;
+    defaults.hasOutput(name, { Value: apiUrl(api, path) });
+  });
 
-    expect(Object.fromEntries(Object.entries(outputs).map(([name, output]) => [name, joined(output.Value)]))).toEqual({
-      ApiUrl: base,
-      TokenEndpointV1: `${base}v1/oauth/token`,
-      TokenEndpoint: `${base}oauth/token`,
-    });
+  it('are exactly those three', () => {
+    expect(Object.keys(defaults.findOutputs('*')).sort()).toEqual(['ApiUrl', 'TokenEndpoint', 'TokenEndpointV1']);
   });
 });

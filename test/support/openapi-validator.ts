@@ -56,6 +56,22 @@ export interface ActualResponse {
   body?: string;
 }
 
+/** One way an instance fails a schema: ajv's failing keyword and where, never its message text. */
+export interface SchemaFailure {
+  keyword: string;
+  instancePath: string;
+}
+
+/** One way a response departs from its documented response. */
+export interface ResponseProblem {
+  /** `status`, `content-type`, `body` or `header <name>`. */
+  where: string;
+  /** The schema keyword that failed, or `undocumented`, `missing` or `not-json`. */
+  keyword: string;
+  /** For a schema failure: where in the body or header value. */
+  instancePath?: string;
+}
+
 export const OPENAPI_PATH = join(__dirname, '..', '..', 'openapi.yaml');
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 const SCHEMA_REF = '#/components/schemas/';
@@ -136,6 +152,13 @@ export class OpenApiValidator {
     return validate(instance) ? undefined : this.ajv.errorsText(validate.errors, { separator: '; ' });
   }
 
+  /** Each way `instance` fails `schema` (empty when it is valid). */
+  failures(schema: Json, instance: unknown): SchemaFailure[] {
+    const validate = this.compile(schema);
+    if (validate(instance)) return [];
+    return (validate.errors ?? []).map(({ keyword, instancePath }) => ({ keyword, instancePath }));
+  }
+
   compile(schema: Json): ValidateFunction {
     let validate = this.compiled.get(schema);
     if (!validate) {
@@ -146,13 +169,14 @@ export class OpenApiValidator {
   }
 
   /**
-   * Everything in which an actual response departs from its documented response: its content type
-   * is not a documented media type, its body fails that media type's schema, a header is not
-   * documented or fails its schema, a required header is missing. Empty when it matches.
+   * Everything in which an actual response departs from its documented response: its status is not
+   * documented, its content type is not a documented media type, its body fails that media type's
+   * schema, a header is not documented or fails its schema, a required header is missing. Empty
+   * when it matches.
    */
-  responseProblems(documented: ResponseObject | undefined, actual: ActualResponse): string[] {
-    if (documented === undefined) return [`status ${actual.statusCode} is not documented`];
-    const problems: string[] = [];
+  responseProblems(documented: ResponseObject | undefined, actual: ActualResponse): ResponseProblem[] {
+    if (documented === undefined) return [{ where: 'status', keyword: 'undocumented' }];
+    const problems: ResponseProblem[] = [];
     const headers = Object.fromEntries(Object.entries(actual.headers ?? {}).map(([name, value]) => [name.toLowerCase(), String(value)]));
     const documentedHeaders = Object.fromEntries(
       Object.entries(documented.headers ?? {}).map(([name, header]) => [name.toLowerCase(), deref<HeaderObject>(this.document, header)]),
@@ -161,18 +185,15 @@ export class OpenApiValidator {
     const mediaType = headers['content-type']?.split(';')[0]?.trim().toLowerCase();
     const media = mediaType === undefined ? undefined : documented.content?.[mediaType];
     if (!media) {
-      problems.push(
-        `content-type ${mediaType ?? '(none)'} is not documented (documented: ${Object.keys(documented.content ?? {}).join(', ')})`,
-      );
+      problems.push({ where: 'content-type', keyword: 'undocumented' });
     } else {
       let body: unknown;
       try {
         body = JSON.parse(actual.body ?? '');
       } catch {
-        problems.push('the body is not JSON');
+        problems.push({ where: 'body', keyword: 'not-json' });
       }
-      const errors = body === undefined ? undefined : this.errorsFor(media.schema, body);
-      if (errors) problems.push(`body: ${errors}`);
+      if (body !== undefined) problems.push(...this.failures(media.schema, body).map((failure) => ({ where: 'body', ...failure })));
     }
 
     for (const [name, value] of Object.entries(headers)) {
@@ -180,14 +201,13 @@ export class OpenApiValidator {
       if (name === 'content-type') continue;
       const header = documentedHeaders[name];
       if (!header) {
-        problems.push(`header ${name} is not documented`);
+        problems.push({ where: `header ${name}`, keyword: 'undocumented' });
         continue;
       }
-      const errors = this.errorsFor(header.schema, value);
-      if (errors) problems.push(`header ${name}: ${errors}`);
+      problems.push(...this.failures(header.schema, value).map((failure) => ({ where: `header ${name}`, ...failure })));
     }
     for (const [name, header] of Object.entries(documentedHeaders)) {
-      if (header.required && headers[name] === undefined) problems.push(`required header ${name} is missing`);
+      if (header.required && headers[name] === undefined) problems.push({ where: `header ${name}`, keyword: 'missing' });
     }
     return problems;
   }

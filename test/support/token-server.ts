@@ -23,7 +23,7 @@ export interface ReceivedRequest {
 export type Script = (request: ReceivedRequest, response: ServerResponse) => void | Promise<void>;
 
 export interface TokenServer {
-  /** `http://127.0.0.1:PORT`, or `https://localhost:PORT` over TLS. */
+  /** `http://HOST:PORT` (127.0.0.1 unless asked for another loopback address), or `https://localhost:PORT` over TLS. */
   readonly origin: string;
   readonly received: ReceivedRequest[];
   /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
@@ -46,11 +46,15 @@ export const json =
 export const DEMO_TOKEN = { access_token: 'scripted-access-token', token_type: 'Bearer', expires_in: 3600 };
 
 /**
- * A small real HTTP token server on 127.0.0.1:0 that records every request (headers, form body,
+ * A small real HTTP token server on 127.0.0.1:0 (or another loopback host) that records every request (headers, form body,
  * path and query) and answers as scripted: the IdP side of the tests, over real sockets. Given a
  * certificate it serves HTTPS, and its origin names it `localhost`, the name the certificate is for.
  */
-export async function startTokenServer(script: Script = json(200, DEMO_TOKEN), tls?: Credentials): Promise<TokenServer> {
+export async function startTokenServer(
+  script: Script = json(200, DEMO_TOKEN),
+  tls?: Credentials,
+  host = '127.0.0.1',
+): Promise<TokenServer> {
   let current = script;
   const received: ReceivedRequest[] = [];
   const sockets = new Set<Socket>();
@@ -91,11 +95,11 @@ export async function startTokenServer(script: Script = json(200, DEMO_TOKEN), t
     connectionIds.set(socket, connections);
     socket.on('close', () => sockets.delete(socket));
   });
-  server.listen(0, '127.0.0.1');
+  server.listen(0, host);
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   return {
-    origin: tls ? `https://localhost:${port}` : `http://127.0.0.1:${port}`,
+    origin: tls ? `https://localhost:${port}` : `http://${host}:${port}`,
     received,
     get connections() {
       return connections;

@@ -107,51 +107,6 @@ async function listenOnOnePort(
   throw new Error('no free port shared by every trap address');
 }
 
-/** Every way a URL can spell "this machine" (127.0.0.0/8, ::1 and their disguises) at a port. */
-export function loopbackUrls(port: number | string, scheme: 'https' | 'http' = 'https'): Array<{ name: string; url: string }> {
-  const at = (host: string): string => `${scheme}://${host}:${port}`;
-  return [
-    { name: 'dotted quad', url: at('127.0.0.1') },
-    { name: 'another address of 127/8', url: at('127.127.127.127') },
-    { name: 'short form a.b', url: at('127.1') },
-    { name: 'short form a.b.c', url: at('127.0.1') },
-    { name: 'hexadecimal integer', url: at('0x7f000001') },
-    { name: 'upper-case hexadecimal integer', url: at('0X7F000001') },
-    { name: 'decimal integer', url: at('2130706433') },
-    { name: 'octal integer', url: at('017700000001') },
-    { name: 'octal first octet', url: at('0177.0.0.1') },
-    { name: 'hexadecimal octets', url: at('0x7f.0x0.0x0.0x1') },
-    { name: 'mixed hexadecimal and octal', url: at('0x7f.0.00.01') },
-    { name: 'zero-padded octets', url: at('127.000.000.001') },
-    { name: 'trailing dot on the quad', url: at('127.0.0.1.') },
-    { name: 'percent-encoded digits', url: at('%31%32%37.0.0.1') },
-    { name: 'percent-encoded last octet', url: at('127.0.0.%31') },
-    { name: 'IPv6 loopback', url: at('[::1]') },
-    { name: 'IPv6 loopback written out', url: at('[0000:0000:0000:0000:0000:0000:0000:0001]') },
-    { name: 'IPv4-mapped dotted', url: at('[::ffff:127.0.0.1]') },
-    { name: 'IPv4-mapped hexadecimal', url: at('[::ffff:7f00:1]') },
-    { name: 'IPv4-mapped written out', url: at('[0:0:0:0:0:ffff:127.0.0.1]') },
-    { name: 'IPv4-compatible dotted (deprecated ::/96)', url: at('[::127.0.0.1]') },
-    { name: 'IPv4-compatible hexadecimal (deprecated ::/96)', url: at('[::7f00:1]') },
-    { name: 'IPv4-translated (SIIT)', url: at('[::ffff:0:7f00:1]') },
-    { name: 'NAT64 well-known prefix', url: at('[64:ff9b::7f00:1]') },
-    { name: 'NAT64 well-known prefix dotted', url: at('[64:ff9b::127.0.0.1]') },
-    { name: 'NAT64 local-use prefix', url: at('[64:ff9b:1::7f00:1]') },
-    { name: '6to4 of 127.0.0.1', url: at('[2002:7f00:1::1]') },
-    { name: 'localhost', url: at('localhost') },
-    { name: 'upper-case localhost', url: at('LOCALHOST') },
-    { name: 'percent-encoded localhost', url: at('%6c%6f%63%61%6c%68%6f%73%74') },
-    { name: 'localhost with a trailing dot', url: at('localhost.') },
-    { name: 'subdomain of localhost', url: at('foo.localhost') },
-    { name: 'deep subdomain of localhost', url: at('a.b.localhost') },
-    { name: 'zero', url: at('0') },
-    { name: 'unspecified IPv4', url: at('0.0.0.0') },
-    { name: 'unspecified IPv4 in hexadecimal', url: at('0x0') },
-    { name: 'unspecified IPv6', url: at('[::]') },
-    { name: 'IPv4-mapped unspecified', url: at('[::ffff:0.0.0.0]') },
-  ];
-}
-
 /** A connection attempt the jail saw: where to, and whether it let it through. */
 export interface ConnectAttempt {
   readonly host: string;

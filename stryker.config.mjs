@@ -1,0 +1,19 @@
+// Mutation testing of lambda/ (`npm run mutate`, see docs/MUTATION.md). Not part of `npm test`: a
+// whole run takes over an hour on two cores.
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  mutate: ['lambda/**/*.ts', '!lambda/**/*.d.ts'],
+  testRunner: 'jest',
+  jest: { configFile: 'jest.mutation.config.js' },
+  // Each mutant runs only the tests that reached its code.
+  coverageAnalysis: 'perTest',
+  // A mutant that does not type-check is discarded instead of counted as killed.
+  checkers: ['typescript'],
+  tsconfigFile: 'tsconfig.json',
+  concurrency: 2,
+  reporters: ['clear-text', 'progress', 'html', 'json'],
+  htmlReporter: { fileName: 'reports/mutation/index.html' },
+  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  tempDirName: '.stryker-tmp',
+  cleanTempDir: 'always',
+};

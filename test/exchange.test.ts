@@ -1,0 +1,204 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { ClientRequest } from 'node:http';
+import type { Socket } from 'node:net';
+import { loadConfig } from '../lambda/config';
+import { destroyAgents } from '../lambda/guarded-agents';
+import { createHandler, type TokenHandler } from '../lambda/handler';
+import { bodyOf, recordingObservability, tokenEvent } from './support/events';
+import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
+
+// How the exchange behaves on the wire: what it sends, when it retries, what it reports. Every case
+// goes through the handler to the scripted token server over real sockets.
+
+const UPSTREAM_ERROR = { code: 'upstream_error', description: 'The identity provider could not be reached or gave an unusable answer' };
+
+let server: TokenServer;
+let handle: TokenHandler;
+let observed: ReturnType<typeof recordingObservability>;
+
+const event = () =>
+  tokenEvent({ client_id: 'service-a', client_secret: 'exchange-test-secret', access_token_url: `${server.origin}/token` });
+
+beforeAll(async () => {
+  server = await startTokenServer();
+});
+
+beforeEach(() => {
+  server.answer(json(200, DEMO_TOKEN));
+  server.received.length = 0;
+  observed = recordingObservability();
+  handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '2000' }), observed);
+});
+
+afterAll(async () => {
+  destroyAgents();
+  await server.close();
+});
+
+/**
+ * Fail the next request that goes out on a reused socket with `error`, by destroying that real
+ * socket with it: how a kept-alive connection the IdP dropped fails, with an error code of the
+ * test's choosing (a scripted server can only ever cause ECONNRESET). Node publishes every client
+ * request on this channel; the test only listens, the service never sees it.
+ */
+function failNextReusedSocket(error: Error): () => void {
+  const onStart = (message: unknown): void => {
+    const { request } = message as { request: ClientRequest };
+    if (!request.reusedSocket) return;
+    unsubscribe('http.client.request.start', onStart);
+    const fail = (socket: Socket): void => {
+      socket.destroy(error);
+    };
+    if (request.socket) fail(request.socket);
+    else request.once('socket', fail);
+  };
+  subscribe('http.client.request.start', onStart);
+  return () => unsubscribe('http.client.request.start', onStart);
+}
+
+const coded = (code: string | undefined): Error => Object.assign(new Error(`socket failed (${code ?? 'no code'})`), code ? { code } : {});
+
+describe('the request sent to the IdP', () => {
+  it('says it comes from token-exchange-service in User-Agent', async () => {
+    // Act
+    await handle(event());
+
+    // Assess
+    expect(server.received[0]?.headers['user-agent']).toBe('token-exchange-service');
+  });
+});
+
+describe('a kept-alive socket that fails', () => {
+  // A pooled socket to the server, so the next exchange reuses it.
+  beforeEach(async () => {
+    destroyAgents();
+    await handle(event());
+    server.received.length = 0;
+  });
+
+  afterEach(() => destroyAgents());
+
+  it.each(['ECONNRESET', 'EPIPE', 'ECONNABORTED'])(
+    'is retried once on a fresh connection when it fails with %s before any answer',
+    async (code) => {
+      // Prepare
+      const stop = failNextReusedSocket(coded(code));
+      const connectionsBefore = server.connections;
+
+      // Act
+      const result = await handle(event());
+      stop();
+
+      // Assess
+      expect(result.statusCode).toBe(200);
+      expect(bodyOf(result)).toEqual(DEMO_TOKEN);
+      expect(server.connections).toBe(connectionsBefore + 1);
+    },
+  );
+
+  it.each([
+    ['an error without a code', undefined],
+    ['ETIMEDOUT', 'ETIMEDOUT'],
+    ['ECONNREFUSED', 'ECONNREFUSED'],
+  ])('is not retried when it fails with %s', async (_case, code) => {
+    // Prepare
+    const stop = failNextReusedSocket(coded(code));
+    const connectionsBefore = server.connections;
+
+    // Act
+    const result = await handle(event());
+    stop();
+
+    // Assess
+    expect(result.statusCode).toBe(502);
+    expect(bodyOf(result)).toEqual(UPSTREAM_ERROR);
+    expect(server.connections).toBe(connectionsBefore);
+  });
+
+  it('is retried when the IdP really resets it on the next request', async () => {
+    // Prepare: the server drops the connection that carried the first request
+    const reused = server.connections;
+    server.answer((received, response) => {
+      if (received.connection === reused) response.socket?.resetAndDestroy();
+      else json(200, DEMO_TOKEN)(received, response);
+    });
+
+    // Act
+    const result = await handle(event());
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(server.received.map((received) => received.connection)).toEqual([reused, reused + 1]);
+  });
+
+  it('is not retried once the IdP has answered: a reset after the headers is a 502 after one request', async () => {
+    // Prepare: headers and part of the body, then a reset
+    server.answer((_received, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '200' });
+      response.write('{"access_token":');
+      setTimeout(() => response.socket?.resetAndDestroy(), 20);
+    });
+
+    // Act
+    const result = await handle(event());
+
+    // Assess
+    expect(result.statusCode).toBe(502);
+    expect(bodyOf(result)).toEqual(UPSTREAM_ERROR);
+    expect(server.received).toHaveLength(1);
+    expect(observed.records[0]?.idp_status).toBe(200);
+  });
+});
+
+describe('a fresh socket that fails', () => {
+  it('is not retried: a reset before any answer is a 502 after one request', async () => {
+    // Prepare: no pooled socket, so the exchange connects afresh
+    destroyAgents();
+    server.answer((_received, response) => {
+      response.socket?.resetAndDestroy();
+    });
+
+    // Act
+    const result = await handle(event());
+
+    // Assess
+    expect(result.statusCode).toBe(502);
+    expect(bodyOf(result)).toEqual(UPSTREAM_ERROR);
+    expect(server.received).toHaveLength(1);
+  });
+});
+
+describe('the timings reported for a request', () => {
+  it('are milliseconds between the IdP delay and the wall time around the call, the IdP part within the whole', async () => {
+    // Prepare: an IdP that takes at least 50 ms
+    server.answer((received, response) => {
+      setTimeout(() => json(200, DEMO_TOKEN)(received, response), 50);
+    });
+
+    // Act
+    const started = performance.now();
+    await handle(event());
+    const elapsed = performance.now() - started;
+
+    // Assess
+    const [record] = observed.records;
+    const { latency_ms: latencyMs, idp_latency_ms: idpLatencyMs } = record ?? {};
+    expect(idpLatencyMs).toBeGreaterThanOrEqual(45);
+    expect(idpLatencyMs).toBeLessThanOrEqual(latencyMs ?? Number.NaN);
+    expect(latencyMs).toBeLessThanOrEqual(elapsed);
+    expect([latencyMs, idpLatencyMs].map((ms) => Math.round((ms ?? Number.NaN) * 10) / 10)).toEqual([latencyMs, idpLatencyMs]);
+  });
+
+  it('are reported for a request refused before any exchange, with no IdP part', async () => {
+    // Act
+    const started = performance.now();
+    await handle(tokenEvent({ client_id: 'service-a' }));
+    const elapsed = performance.now() - started;
+
+    // Assess
+    const [record] = observed.records;
+    expect(record?.latency_ms).toBeGreaterThanOrEqual(0);
+    expect(record?.latency_ms).toBeLessThanOrEqual(elapsed);
+    expect(record?.idp_latency_ms).toBeUndefined();
+  });
+});

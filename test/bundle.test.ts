@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { build, type Metafile } from 'esbuild';
@@ -33,5 +33,10 @@ describe('the deployed bundle', () => {
     expect(packages.has('@hapi/wreck')).toBe(true);
     expect(packages.has('joi')).toBe(false);
     expect(packages.has('debug')).toBe(false);
+  });
+
+  // Every byte is parsed at each cold start; `npm run bench` reports the size, this holds the budget.
+  it('stays within its 250 KiB budget, minified', () => {
+    expect(statSync(bundle).size).toBeLessThanOrEqual(250 * 1024);
   });
 });

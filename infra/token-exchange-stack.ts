@@ -390,7 +390,7 @@ function tokenUrlChoiceProblems({ allowedTokenUrls, allowAnyPublicTokenUrl }: Se
 /** Why synth stops with neither an allowlist nor the explicit opt-in, and the two ways forward. */
 export const OPEN_RELAY_REFUSAL =
   'allowedTokenUrls is empty, so the function would post client secrets to any public https URL a caller names. ' +
-  'Either list the IdPs it may call (-c allowedTokenUrls=https://login.example.com,https://*.auth0.com), ' +
+  "Either list the IdPs it may call (-c 'allowedTokenUrls=https://login.example.com,https://*.auth0.com'), " +
   'or accept any public https token URL explicitly (-c allowAnyPublicTokenUrl=true)';
 
 function allowlistProblems(entries: readonly string[]): string[] {

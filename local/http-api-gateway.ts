@@ -46,15 +46,7 @@ export function createHttpApiGateway(options: HttpApiGatewayOptions): Server {
     const body = await readBody(request, maxBodyBytes);
     if (body === undefined) return send(response, TOO_LARGE);
     const event = toApiGatewayEvent(
-      {
-        method: request.method ?? 'POST',
-        target,
-        rawHeaders: request.rawHeaders,
-        httpVersion: request.httpVersion,
-        sourceIp: (request.socket.remoteAddress ?? '').replace(/^::ffff:/, ''),
-        localPort: request.socket.localPort ?? 0,
-        body,
-      },
+      { method: request.method ?? 'POST', target, rawHeaders: request.rawHeaders, body },
       { routeKey, requestId },
     );
     let result: APIGatewayProxyStructuredResultV2;

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import Provider, { type ClientMetadata, errors, type JWK, type ResourceServer } from 'oidc-provider';
-import { memoryAdapter } from './memory-adapter';
+import { createMemoryAdapter } from 'oidc-provider/lib/adapters/memory_adapter.js';
 
 /** A client of the embedded IdP. Demo values, printed on purpose: they only open this throwaway IdP. */
 export interface DemoClient {
@@ -61,7 +61,8 @@ export async function startIdp(options: IdpOptions = {}): Promise<Idp> {
   let provider: Provider;
   try {
     provider = new Provider(issuer, {
-      adapter: memoryAdapter(),
+      // The library's default store, named so it does not warn at every start: a demo IdP should forget on restart.
+      adapter: createMemoryAdapter(),
       clients: [
         client(DEMO_CLIENTS.basic, 'client_secret_basic'),
         client(DEMO_CLIENTS.post, 'client_secret_post'),

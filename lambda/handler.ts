@@ -5,7 +5,8 @@ import { exchangeToken, type IdpToken, type UpstreamReport } from './exchange';
 import { describeError, type Observability, powertoolsObservability, type RequestRecord } from './observability';
 import { errorResponse, jsonResponse, notFoundResponse, type Response } from './responses';
 import { isTokenRoute } from './routes';
-import { cacheKey, TokenCache } from './token-cache';
+import type { TableReport } from './shared-token-cache';
+import { createTokenCacheTiers } from './token-cache-tiers';
 import { parseTokenRequest } from './token-request';
 import { checkTokenUrl } from './token-url-policy';
 
@@ -19,23 +20,25 @@ export type TokenHandler = (
  * exchange (through the cache when it is on), and turn the result or the error into the response.
  */
 export function createHandler(config: Config, observability: Observability = powertoolsObservability(config.logLevel)): TokenHandler {
-  const cache = config.tokenCache ? new TokenCache() : undefined;
+  const cache = createTokenCacheTiers(config);
 
   return async (event, context) => {
     if (!isTokenRoute(event)) return notFoundResponse();
     const started = performance.now();
     const upstream: UpstreamReport = {};
+    const table: TableReport = {};
     const record: Partial<RequestRecord> = {};
     let response: Response;
     try {
       const request = parseTokenRequest(event);
       const target = checkTokenUrl(request.accessTokenUrl, config.allowlist);
       record.idpHost = target.url.hostname;
-      const exchange = (): Promise<IdpToken> => exchangeToken(request, target, config.upstreamTimeoutMs, upstream);
+      const exchange = (timeoutMs = config.upstreamTimeoutMs): Promise<IdpToken> => exchangeToken(request, target, timeoutMs, upstream);
       if (cache) {
-        const { token, hit } = await cache.get(cacheKey(request, target.url.href), exchange);
-        record.cache = hit ? 'hit' : 'miss';
-        response = jsonResponse(200, token, { 'x-token-cache': record.cache });
+        record.cache = 'miss'; // until a tier answers; a failed exchange stays a miss
+        const { token, tier } = await cache.resolve(request, target.url.href, exchange, table);
+        record.cache = tier;
+        response = jsonResponse(200, token, { 'x-token-cache': tier === 'miss' ? 'miss' : 'hit' });
       } else {
         response = jsonResponse(200, await exchange());
       }
@@ -54,6 +57,8 @@ export function createHandler(config: Config, observability: Observability = pow
       latencyMs: Math.round((performance.now() - started) * 10) / 10,
       ...(upstream.status === undefined ? {} : { idpStatus: upstream.status }),
       ...(upstream.latencyMs === undefined ? {} : { idpLatencyMs: upstream.latencyMs }),
+      ...(table.latencyMs === undefined ? {} : { cacheTableLatencyMs: table.latencyMs }),
+      ...(table.error === undefined ? {} : { cacheError: table.error }),
     };
     try {
       observability.record(entry);

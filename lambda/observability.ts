@@ -2,6 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { LogLevel } from './config';
 import { causeChain, type ErrorCode } from './errors';
+import type { CacheTier } from './token-cache';
 
 const SERVICE_NAME = 'token-exchange';
 const DEFAULT_NAMESPACE = 'TokenExchange';
@@ -16,7 +17,12 @@ export interface RequestRecord {
   idpHost?: string;
   idpStatus?: number;
   idpLatencyMs?: number;
-  cache?: 'hit' | 'miss';
+  /** With TOKEN_CACHE on: the tier that answered (`memory`, `shared`) or `miss` (the IdP did). */
+  cache?: CacheTier;
+  /** Time spent in shared-table calls, polls included. */
+  cacheTableLatencyMs?: number;
+  /** The failed shared-table call's error name: the request went on to the IdP without the table. */
+  cacheError?: string;
   /** For a 500: the error's class name and errno-style codes of its causes, never a message. */
   errorName?: string;
   errorCodes?: string[];
@@ -46,6 +52,8 @@ export function powertoolsObservability(logLevel: LogLevel, namespace = process.
         idp_status: entry.idpStatus,
         idp_latency_ms: entry.idpLatencyMs,
         cache: entry.cache,
+        cache_table_latency_ms: entry.cacheTableLatencyMs,
+        cache_error: entry.cacheError,
         error_name: entry.errorName,
         error_codes: entry.errorCodes,
       };
@@ -56,10 +64,23 @@ export function powertoolsObservability(logLevel: LogLevel, namespace = process.
       metrics.addDimension('outcome', entry.outcome);
       metrics.addMetric('Requests', MetricUnit.Count, 1);
       if (entry.idpLatencyMs !== undefined) metrics.addMetric('IdpLatency', MetricUnit.Milliseconds, entry.idpLatencyMs);
-      if (entry.cache === 'hit') metrics.addMetric('CacheHits', MetricUnit.Count, 1);
       metrics.publishStoredMetrics();
+      if (entry.cache) publishCacheMetrics(metrics, entry);
     },
   };
+}
+
+/**
+ * The cache's own EMF line, dimensioned by the tier that answered: `CacheHits` (tier `memory` or
+ * `shared`), `CacheMisses` (tier `miss`), `CacheErrors` when the shared table failed (the request then
+ * went to the IdP, so always tier `miss`), and the table's latency when it was called.
+ */
+function publishCacheMetrics(metrics: Metrics, entry: RequestRecord): void {
+  metrics.addDimension('tier', entry.cache as CacheTier);
+  metrics.addMetric(entry.cache === 'miss' ? 'CacheMisses' : 'CacheHits', MetricUnit.Count, 1);
+  if (entry.cacheError !== undefined) metrics.addMetric('CacheErrors', MetricUnit.Count, 1);
+  if (entry.cacheTableLatencyMs !== undefined) metrics.addMetric('CacheTableLatency', MetricUnit.Milliseconds, entry.cacheTableLatencyMs);
+  metrics.publishStoredMetrics();
 }
 
 /** Name and codes along an error's cause chain: enough to find a bug, never a message that could hold input. */

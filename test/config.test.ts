@@ -4,7 +4,7 @@ describe('loadConfig', () => {
   it('uses the contract defaults for an empty environment', () => {
     const config = loadConfig({});
 
-    expect(config).toEqual({ allowlist: [], upstreamTimeoutMs: 5000, tokenCache: false, logLevel: 'INFO' });
+    expect(config).toEqual({ allowlist: [], upstreamTimeoutMs: 5000, tokenCache: 'off', logLevel: 'INFO' });
   });
 
   it('reads every variable', () => {
@@ -21,7 +21,7 @@ describe('loadConfig', () => {
       'https://idp.example.com/oauth2/',
     ]);
     expect(config.upstreamTimeoutMs).toBe(2500);
-    expect(config.tokenCache).toBe(true);
+    expect(config.tokenCache).toBe('memory');
     expect(config.logLevel).toBe('DEBUG');
   });
 
@@ -33,8 +33,37 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ UPSTREAM_TIMEOUT_MS: value })).toThrow(/^Environment variable UPSTREAM_TIMEOUT_MS /);
   });
 
-  it.each(['yes', 'true', '1', 'enabled'])('fails naming TOKEN_CACHE for %p', (value) => {
+  it.each(['yes', 'true', '1', 'enabled', 'dynamodb'])('fails naming TOKEN_CACHE for %p', (value) => {
     expect(() => loadConfig({ TOKEN_CACHE: value })).toThrow(/^Environment variable TOKEN_CACHE /);
+  });
+
+  it.each([
+    ['off', 'off'],
+    ['on', 'memory'],
+    ['memory', 'memory'],
+    [' Memory ', 'memory'],
+  ])('reads TOKEN_CACHE=%p as %p', (value, mode) => {
+    expect(loadConfig({ TOKEN_CACHE: value }).tokenCache).toBe(mode);
+  });
+
+  it('reads TOKEN_CACHE=shared with its table', () => {
+    const config = loadConfig({ TOKEN_CACHE: 'shared', TOKEN_CACHE_TABLE: ' TokenExchange-TokenCache-1A2B ' });
+
+    expect(config).toMatchObject({ tokenCache: 'shared', tokenCacheTable: 'TokenExchange-TokenCache-1A2B' });
+  });
+
+  it('fails naming TOKEN_CACHE_TABLE when TOKEN_CACHE=shared has no table', () => {
+    expect(() => loadConfig({ TOKEN_CACHE: 'shared' })).toThrow(
+      'Environment variable TOKEN_CACHE_TABLE is required when TOKEN_CACHE is "shared"',
+    );
+  });
+
+  it.each(['ab', 'token cache', 'table/name', 'x'.repeat(256)])('fails naming TOKEN_CACHE_TABLE for the name %p', (name) => {
+    expect(() => loadConfig({ TOKEN_CACHE: 'shared', TOKEN_CACHE_TABLE: name })).toThrow(/^Environment variable TOKEN_CACHE_TABLE must be/);
+  });
+
+  it('ignores TOKEN_CACHE_TABLE unless the cache is shared', () => {
+    expect(loadConfig({ TOKEN_CACHE: 'memory', TOKEN_CACHE_TABLE: 'unused' }).tokenCacheTable).toBeUndefined();
   });
 
   it.each(['VERBOSE', 'info2'])('fails naming LOG_LEVEL for %p', (value) => {

@@ -109,14 +109,15 @@ describe('structured logs and EMF metrics', () => {
     // Assess
     const logs = parse(lines).filter((line) => line.message === 'token request');
     expect(logs.map((line) => [line.level, line.outcome, line.cache])).toEqual([
-      ['WARN', 'upstream_error', undefined],
+      ['WARN', 'upstream_error', 'miss'],
       ['INFO', 'ok', 'miss'],
-      ['INFO', 'ok', 'hit'],
+      ['INFO', 'ok', 'memory'],
       ['ERROR', 'internal_error', undefined],
     ]);
     expect(logs[3]).toMatchObject({ error_name: 'RangeError', error_codes: ['ERR_BUG'] });
     const hits = parse(lines).filter((line) => line.CacheHits === 1);
     expect(hits).toHaveLength(1);
+    expect(hits[0]).toMatchObject({ tier: 'memory' });
     expect(lines.join('\n')).not.toContain(SECRET);
   });
 

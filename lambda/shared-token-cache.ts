@@ -35,16 +35,6 @@ export interface SharedLookup {
   readonly report: TableReport;
 }
 
-export interface SharedTokenCacheOptions {
-  /** Longest any one table call may take before the request goes on without the table (default 500 ms). */
-  readonly callTimeoutMs?: number;
-  /** First wait between two reads while another instance fetches; it grows to `maxPollMs`. */
-  readonly firstPollMs?: number;
-  readonly maxPollMs?: number;
-  /** Default: a client configured the standard way (AWS_REGION, AWS_ENDPOINT_URL_DYNAMODB, credentials). */
-  readonly client?: DynamoDBClient;
-}
-
 /**
  * The call timeout for a deadline: a tenth of it, at most 1 s (500 ms for the default 5 s). DynamoDB
  * answers in single-digit milliseconds in region; a call still pending after this long means the
@@ -53,9 +43,11 @@ export interface SharedTokenCacheOptions {
 export function callTimeoutFor(upstreamTimeoutMs: number): number {
   return Math.max(1, Math.min(1000, Math.floor(upstreamTimeoutMs / 10)));
 }
-const CALL_TIMEOUT_MS = callTimeoutFor(5000);
-/** The key of the read that warms the client up; no request's key can be this short. */
+
+/** The key of the read that warms the client up; no request's key (43 base64url characters) is this. */
 const WARM_UP_KEY = 'warm-up';
+// How long a waiter sleeps between two reads: growing from 10 ms to 100 ms, so a quick holder is
+// seen within milliseconds and a slow one costs a read every 100 ms.
 const FIRST_POLL_MS = 10;
 const MAX_POLL_MS = 100;
 
@@ -83,25 +75,19 @@ const LOST = Symbol('lost');
  */
 export class SharedTokenCache {
   private readonly client: DynamoDBClient;
-  private readonly callTimeoutMs: number;
-  private readonly firstPollMs: number;
-  private readonly maxPollMs: number;
 
+  /** `callTimeoutMs`: the longest any one table call may take before the request goes on without the table. */
   constructor(
     private readonly tableName: string,
-    options: SharedTokenCacheOptions = {},
+    private readonly callTimeoutMs: number,
   ) {
-    this.callTimeoutMs = options.callTimeoutMs ?? CALL_TIMEOUT_MS;
-    this.firstPollMs = options.firstPollMs ?? FIRST_POLL_MS;
-    this.maxPollMs = options.maxPollMs ?? MAX_POLL_MS;
-    // One retry at most, and socket timeouts that throw rather than warn: a slow table must not turn
-    // into a storm of retries or a wait. Each call is also aborted at its own budget (TableCalls).
-    this.client =
-      options.client ??
-      new DynamoDBClient({
-        maxAttempts: 2,
-        requestHandler: { connectionTimeout: this.callTimeoutMs, requestTimeout: this.callTimeoutMs, throwOnRequestTimeout: true },
-      });
+    // Region, endpoint (AWS_ENDPOINT_URL_DYNAMODB) and credentials come the standard way, from the
+    // environment. One retry at most, and socket timeouts that throw rather than warn: a slow table
+    // must not turn into a storm of retries or a wait. Each call is also aborted at its budget.
+    this.client = new DynamoDBClient({
+      maxAttempts: 2,
+      requestHandler: { connectionTimeout: callTimeoutMs, requestTimeout: callTimeoutMs, throwOnRequestTimeout: true },
+    });
     this.warmUp();
   }
 
@@ -136,12 +122,12 @@ export class SharedTokenCache {
    * or is gone: ask the IdP), or the deadline passes, as it would for a direct call to an IdP that slow.
    */
   private async waitForHolder(lookup: SharedLookup, keys: EntryKeys, calls: TableCalls): Promise<Fetched> {
-    let pause = this.firstPollMs;
+    let pause = FIRST_POLL_MS;
     for (;;) {
       const left = remaining(lookup);
       if (left <= 0) throw new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION);
       await sleep(Math.min(pause * (0.8 + Math.random() * 0.4), left));
-      pause = Math.min(pause * 1.5, this.maxPollMs);
+      pause = Math.min(pause * 1.5, MAX_POLL_MS);
       const item = await calls.get(keys.itemKey);
       if (item === FAILED) return this.fromIdp(lookup, keys, calls);
       const kept = usable(keys, item);
@@ -156,11 +142,10 @@ export class SharedTokenCache {
    * token gives its lease back so the others stop waiting. Failures are never stored.
    */
   private async fromIdp(lookup: SharedLookup, keys: EntryKeys, calls: TableCalls, lease?: string): Promise<Fetched> {
-    const left = remaining(lookup);
-    if (left <= 0) throw new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION);
     let token: IdpToken;
     try {
-      token = await lookup.fetchToken(left);
+      // With nothing left, the exchange's own deadline ends it at once, as a 504.
+      token = await lookup.fetchToken(Math.max(1, remaining(lookup)));
     } catch (error) {
       if (lease) await calls.releaseLease(keys.itemKey, lease);
       throw error;
@@ -335,8 +320,9 @@ function itemFrom(raw: Record<string, AttributeValue>): Item {
 /** A name that says what failed, never a message (which could hold a table name or a key). */
 function errorName(error: unknown): string {
   const { name, code } = (error ?? {}) as { name?: unknown; code?: unknown };
+  // A socket's errno code says more than the class the SDK gives it (it names a reset `TimeoutError`).
+  if (typeof code === 'string' && /^E[A-Z0-9_]{2,40}$/.test(code)) return code;
   // The only abort is the call timeout's.
   if (name === 'AbortError' || name === 'TimeoutError') return 'TimeoutError';
-  const candidate = typeof name === 'string' && name !== 'Error' ? name : code;
-  return typeof candidate === 'string' && /^[A-Za-z0-9_.]{1,64}$/.test(candidate) ? candidate : 'Error';
+  return typeof name === 'string' && name !== 'Error' && /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : 'Error';
 }

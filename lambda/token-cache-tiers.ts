@@ -55,5 +55,5 @@ function loadSharedTier(tableName: string | undefined, upstreamTimeoutMs: number
   if (!tableName) throw new Error('Environment variable TOKEN_CACHE_TABLE is required when TOKEN_CACHE is "shared"');
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy load, on purpose (see above)
   const { callTimeoutFor, SharedTokenCache: Shared } = require('./shared-token-cache') as typeof SharedTier;
-  return new Shared(tableName, { callTimeoutMs: callTimeoutFor(upstreamTimeoutMs) });
+  return new Shared(tableName, callTimeoutFor(upstreamTimeoutMs));
 }

@@ -222,6 +222,7 @@ describe('TOKEN_CACHE=shared and a table someone tampered with', () => {
     ],
     ['a string where the sealed token belongs', (item) => ({ ...item, [SEALED]: { S: 'eyJhY2Nlc3NfdG9rZW4iOiJmb3JnZWQifQ' } })],
     ['no expiry', ({ expires: _expires, ...item }) => item],
+    ['a flipped bit and no revision', ({ rev: _rev, ...item }) => ({ ...item, [SEALED]: { B: flipped(item[SEALED]?.B) } })],
   ];
 
   it.each(tamperings)('treats %s as a miss: the IdP answers, and its token replaces the item', async (_case, tamper) => {

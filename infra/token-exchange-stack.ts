@@ -8,10 +8,11 @@ import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { LOG_LEVELS, type LogLevel, loadConfig } from '../lambda/config';
+import { LOG_LEVELS, type LogLevel, loadConfig, TOKEN_CACHE_MODES, type TokenCacheMode } from '../lambda/config';
 import { TOKEN_PATHS } from '../lambda/routes';
 import { parseAllowlist } from '../lambda/token-url-policy';
 import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
+import { TokenCacheTable } from './token-cache-table';
 
 /**
  * The function's runtime: the newest Node.js this aws-cdk-lib offers, which is also what cdk-nag's
@@ -40,10 +41,16 @@ export interface TokenExchangeStackProps extends StackProps {
    */
   readonly upstreamTimeoutMs?: number;
   /**
-   * Reuse an unexpired token for identical requests within one function instance (`TOKEN_CACHE`).
-   * @default false
+   * Reuse an unexpired token for identical requests (`TOKEN_CACHE`): `memory` within one function
+   * instance; `shared` also across all instances, through a DynamoDB table the stack creates.
+   * @default 'off'
    */
-  readonly tokenCache?: boolean;
+  readonly tokenCache?: TokenCacheMode;
+  /**
+   * With `tokenCache: 'shared'`: ARN of a customer-managed KMS key to encrypt the table at rest.
+   * @default - an AWS owned key
+   */
+  readonly tokenCacheKmsKeyArn?: string;
   /**
    * Level of the structured JSON logs (`LOG_LEVEL`); no level ever logs a secret, token or body.
    * @default 'INFO'
@@ -105,7 +112,7 @@ export interface TokenExchangeStackProps extends StackProps {
 export const TOKEN_EXCHANGE_DEFAULTS = {
   allowedTokenUrls: [] as readonly string[],
   upstreamTimeoutMs: 5000,
-  tokenCache: false,
+  tokenCache: 'off' as TokenCacheMode,
   logLevel: 'INFO' as LogLevel,
   metricsNamespace: 'TokenExchange',
   memorySize: 256,
@@ -116,8 +123,8 @@ export const TOKEN_EXCHANGE_DEFAULTS = {
   sourceMapStackTraces: false,
 } as const;
 
-type Settings = Required<Omit<TokenExchangeStackProps, keyof StackProps | 'reservedConcurrency' | 'corsOrigins'>> &
-  Pick<TokenExchangeStackProps, 'reservedConcurrency' | 'corsOrigins'>;
+type Settings = Required<Omit<TokenExchangeStackProps, keyof StackProps | 'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn'>> &
+  Pick<TokenExchangeStackProps, 'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn'>;
 
 /**
  * The token exchange service: one arm64 Node.js function behind an API Gateway HTTP API with the
@@ -127,11 +134,16 @@ export class TokenExchangeStack extends Stack {
   /** The `$default` stage's URL, ending with `/`. */
   public readonly apiUrl: string;
   public readonly handler: NodejsFunction;
+  /** With `tokenCache: 'shared'`: the table every instance shares. */
+  public readonly tokenCacheTable?: TokenCacheTable;
 
   constructor(scope: Construct, id: string, props: TokenExchangeStackProps = {}) {
     super(scope, id, props);
     const settings = validateSettings({ ...TOKEN_EXCHANGE_DEFAULTS, ...withoutUndefined(props) });
-    const environment = functionEnvironment(settings);
+    if (settings.tokenCache === 'shared') {
+      this.tokenCacheTable = new TokenCacheTable(this, 'TokenCache', { kmsKeyArn: settings.tokenCacheKmsKeyArn });
+    }
+    const environment = functionEnvironment(settings, this.tokenCacheTable?.table.tableName);
     assertFunctionWouldStart(environment);
 
     const functionLogs = new LogGroup(this, 'FunctionLogs', { retention: settings.logRetention });
@@ -139,13 +151,18 @@ export class TokenExchangeStack extends Stack {
     // account): the function may only write to its own log group.
     const role = new Role(this, 'FunctionRole', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: 'Token exchange function: writes its own logs, nothing else',
+      description: this.tokenCacheTable
+        ? 'Token exchange function: writes its own logs, reads and writes items of its token cache table'
+        : 'Token exchange function: writes its own logs, nothing else',
       inlinePolicies: {
         WriteOwnLogs: new PolicyDocument({
           statements: [
             new PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [functionLogs.logGroupArn] }),
           ],
         }),
+        ...(this.tokenCacheTable
+          ? { UseTokenCacheTable: new PolicyDocument({ statements: this.tokenCacheTable.accessStatements() }) }
+          : {}),
       },
     });
 
@@ -244,11 +261,12 @@ function bundlingOptions() {
 }
 
 /** The contract's configuration variables, and the metrics namespace. Never `DEBUG`. */
-function functionEnvironment(settings: Settings): Record<string, string> {
+function functionEnvironment(settings: Settings, tokenCacheTable: string | undefined): Record<string, string> {
   return {
     TOKEN_URL_ALLOWLIST: settings.allowedTokenUrls.join(','),
     UPSTREAM_TIMEOUT_MS: String(settings.upstreamTimeoutMs),
-    TOKEN_CACHE: settings.tokenCache ? 'on' : 'off',
+    TOKEN_CACHE: settings.tokenCache,
+    ...(tokenCacheTable === undefined ? {} : { TOKEN_CACHE_TABLE: tokenCacheTable }),
     LOG_LEVEL: settings.logLevel,
     POWERTOOLS_METRICS_NAMESPACE: settings.metricsNamespace,
     ...(settings.sourceMapStackTraces ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
@@ -258,7 +276,9 @@ function functionEnvironment(settings: Settings): Record<string, string> {
 /** Refuse at synth what the function would refuse at its start: a deploy that can only fail. */
 function assertFunctionWouldStart(environment: Record<string, string>): void {
   try {
-    loadConfig(environment);
+    // The table's name is a token until deploy; CloudFormation fills in a valid one.
+    const resolvable = environment.TOKEN_CACHE_TABLE === undefined ? environment : { ...environment, TOKEN_CACHE_TABLE: 'token-cache' };
+    loadConfig(resolvable);
   } catch (error) {
     throw new Error(`TokenExchangeStack: the function would not start: ${(error as Error).message}`);
   }
@@ -269,6 +289,7 @@ function withoutUndefined<T extends object>(props: T): Partial<T> {
 }
 
 const RETENTION_DAYS: readonly number[] = Object.values(RetentionDays).filter((value): value is number => typeof value === 'number');
+const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
 // CloudWatch's rule for namespaces: 1-255 of these characters, not starting with `AWS/`.
 const METRICS_NAMESPACE = /^(?!AWS\/)(?=.*\S)[A-Za-z0-9.\-_/#: ]{1,255}$/;
 
@@ -324,6 +345,17 @@ function validateSettings(settings: Settings): Settings {
     METRICS_NAMESPACE.test(settings.metricsNamespace),
     `metricsNamespace must be 1-255 letters, digits, spaces or . - _ / # : and not start with AWS/, got "${settings.metricsNamespace}"`,
   );
+  check(
+    (TOKEN_CACHE_MODES as readonly string[]).includes(settings.tokenCache),
+    `tokenCache must be one of ${TOKEN_CACHE_MODES.join(', ')}, got ${settings.tokenCache}`,
+  );
+  if (settings.tokenCacheKmsKeyArn !== undefined) {
+    check(settings.tokenCache === 'shared', `tokenCacheKmsKeyArn needs tokenCache 'shared', got ${settings.tokenCache}`);
+    check(
+      KMS_KEY_ARN.test(settings.tokenCacheKmsKeyArn),
+      `tokenCacheKmsKeyArn must be a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID), got "${settings.tokenCacheKmsKeyArn}"`,
+    );
+  }
   problems.push(...allowlistProblems(settings.allowedTokenUrls));
   if (settings.corsOrigins !== undefined) problems.push(...corsProblems(settings.corsOrigins));
 

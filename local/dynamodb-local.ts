@@ -26,9 +26,6 @@ export function localAwsEnvironment(endpoint: string, region = 'us-east-1'): Rec
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',
     AWS_EC2_METADATA_DISABLED: 'true',
-    // The SDK's notice that its 2027 releases will need Node.js 22: true, and beside the point locally
-    // (the function runs on Node.js 24).
-    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
   };
 }
 
@@ -38,6 +35,9 @@ export function localAwsEnvironment(endpoint: string, region = 'us-east-1'): Rec
  */
 export async function startLocalDynamoDb(options: { port?: number; tableName?: string } = {}): Promise<LocalDynamoDb> {
   const tableName = options.tableName ?? LOCAL_TABLE_NAME;
+  // Before the first client exists: the SDK prints, once per process, that its 2027 releases will
+  // need Node.js 22. True, and beside the point for a local server (the function runs on Node.js 24).
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');

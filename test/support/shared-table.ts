@@ -15,7 +15,6 @@ export interface SharedTable extends LocalDynamoDb {
  * table, and this process's AWS SDK settings pointed at it, the standard way (AWS_ENDPOINT_URL_DYNAMODB).
  */
 export async function startSharedTable(tableName = 'token-cache-test'): Promise<SharedTable> {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   const local = await startLocalDynamoDb({ tableName });
   Object.assign(process.env, localAwsEnvironment(local.endpoint));
   const client = new DynamoDBClient({

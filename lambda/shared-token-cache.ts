@@ -46,10 +46,11 @@ export function callTimeoutFor(upstreamTimeoutMs: number): number {
 
 /** The key of the read that warms the client up; no request's key (43 base64url characters) is this. */
 const WARM_UP_KEY = 'warm-up';
-// How long a waiter sleeps between two reads: growing from 10 ms to 100 ms, so a quick holder is
-// seen within milliseconds and a slow one costs a read every 100 ms.
-const FIRST_POLL_MS = 10;
-const MAX_POLL_MS = 100;
+// How long a waiter sleeps between two reads: 25 ms, then doubling up to 200 ms. An IdP answers in
+// tens to hundreds of milliseconds, so a waiter reads two or three times, and a burst of waiters on
+// one hot key stays far below what one DynamoDB partition serves.
+const FIRST_POLL_MS = 25;
+const MAX_POLL_MS = 200;
 
 const { partitionKey, timeToLiveAttribute, attributes } = TOKEN_CACHE_TABLE;
 
@@ -127,7 +128,7 @@ export class SharedTokenCache {
       const left = remaining(lookup);
       if (left <= 0) throw new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION);
       await sleep(Math.min(pause * (0.8 + Math.random() * 0.4), left));
-      pause = Math.min(pause * 1.5, MAX_POLL_MS);
+      pause = Math.min(pause * 2, MAX_POLL_MS);
       const item = await calls.get(keys.itemKey);
       if (item === FAILED) return this.fromIdp(lookup, keys, calls);
       const kept = usable(keys, item);

@@ -1,7 +1,7 @@
 import { App, Duration, Validations } from 'aws-cdk-lib';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import type { LogLevel } from '../lambda/config';
+import type { LogLevel, TokenCacheMode } from '../lambda/config';
 import { type CallerAuthorization, TokenExchangeStack, type TokenExchangeStackProps } from './token-exchange-stack';
 
 /** How a context key is read (`-c key=value` gives strings, cdk.json may give JSON values). */
@@ -48,13 +48,25 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
     throw new Error(`Context key "${key}" must be on/off or true/false, got ${JSON.stringify(raw)}`);
   };
 
+  // `on`/`off` (and true/false) were this key's values before the shared tier: they keep their meaning.
+  const cacheMode = (key: string): TokenCacheMode | undefined => {
+    const raw = value(key);
+    if (raw === undefined) return undefined;
+    const normalized = String(raw).trim().toLowerCase();
+    if (['memory', 'on', 'true'].includes(normalized)) return 'memory';
+    if (['off', 'false'].includes(normalized)) return 'off';
+    if (normalized === 'shared') return 'shared';
+    throw new Error(`Context key "${key}" must be off, memory or shared (on and true mean memory), got ${JSON.stringify(raw)}`);
+  };
+
   const functionTimeoutSeconds = number('functionTimeoutSeconds');
   return {
     allowedTokenUrls: list('allowedTokenUrls'),
     allowAnyPublicTokenUrl: onOff('allowAnyPublicTokenUrl'),
     callerAuthorization: text('callerAuthorization')?.toLowerCase() as CallerAuthorization | undefined,
     upstreamTimeoutMs: number('upstreamTimeoutMs'),
-    tokenCache: onOff('tokenCache'),
+    tokenCache: cacheMode('tokenCache'),
+    tokenCacheKmsKeyArn: text('tokenCacheKmsKeyArn'),
     logLevel: text('logLevel')?.toUpperCase() as LogLevel | undefined,
     metricsNamespace: text('metricsNamespace'),
     memorySize: number('memorySize'),

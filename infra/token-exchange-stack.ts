@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { CfnOutput, Duration, Stack, type StackProps, Tags, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Stack, type StackProps, Tags, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, PayloadFormatVersion } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
@@ -9,10 +9,19 @@ import { Architecture, type CfnFunction, Runtime } from 'aws-cdk-lib/aws-lambda'
 import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { CONFIG_DEFAULTS, LOG_LEVELS, type LogLevel, loadConfig, MAX_UPSTREAM_TIMEOUT_MS } from '../lambda/config';
+import {
+  CONFIG_DEFAULTS,
+  LOG_LEVELS,
+  type LogLevel,
+  loadConfig,
+  MAX_UPSTREAM_TIMEOUT_MS,
+  TOKEN_CACHE_MODES,
+  type TokenCacheMode,
+} from '../lambda/config';
 import { TOKEN_PATHS } from '../lambda/routes';
 import { parseAllowlist } from '../lambda/token-url-policy';
 import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
+import { TokenCacheTable } from './token-cache-table';
 
 /**
  * The function's runtime: the newest Node.js this aws-cdk-lib offers, which is also what cdk-nag's
@@ -59,10 +68,16 @@ export interface TokenExchangeStackProps extends StackProps {
    */
   readonly upstreamTimeoutMs?: number;
   /**
-   * Reuse an unexpired token for identical requests within one function instance (`TOKEN_CACHE`).
-   * @default false
+   * Reuse an unexpired token for identical requests (`TOKEN_CACHE`): `memory` within one function
+   * instance; `shared` also across all instances, through a DynamoDB table the stack creates.
+   * @default 'off'
    */
-  readonly tokenCache?: boolean;
+  readonly tokenCache?: TokenCacheMode;
+  /**
+   * With `tokenCache: 'shared'`: ARN of a customer-managed KMS key to encrypt the table at rest.
+   * @default - an AWS owned key
+   */
+  readonly tokenCacheKmsKeyArn?: string;
   /**
    * Level of the structured JSON logs (`LOG_LEVEL`); no level ever logs a secret, token or body.
    * @default 'INFO'
@@ -126,7 +141,7 @@ export const TOKEN_EXCHANGE_DEFAULTS = {
   allowAnyPublicTokenUrl: false,
   callerAuthorization: 'none' as CallerAuthorization,
   upstreamTimeoutMs: CONFIG_DEFAULTS.upstreamTimeoutMs,
-  tokenCache: CONFIG_DEFAULTS.tokenCache,
+  tokenCache: CONFIG_DEFAULTS.tokenCache as TokenCacheMode,
   logLevel: CONFIG_DEFAULTS.logLevel as LogLevel,
   metricsNamespace: 'TokenExchange',
   memorySize: 256,
@@ -137,8 +152,8 @@ export const TOKEN_EXCHANGE_DEFAULTS = {
   sourceMapStackTraces: false,
 } as const;
 
-type Settings = Required<Omit<TokenExchangeStackProps, keyof StackProps | 'reservedConcurrency' | 'corsOrigins'>> &
-  Pick<TokenExchangeStackProps, 'reservedConcurrency' | 'corsOrigins'>;
+type Settings = Required<Omit<TokenExchangeStackProps, keyof StackProps | 'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn'>> &
+  Pick<TokenExchangeStackProps, 'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn'>;
 
 /**
  * The token exchange service: one arm64 Node.js function behind an API Gateway HTTP API with the
@@ -148,11 +163,16 @@ export class TokenExchangeStack extends Stack {
   /** The `$default` stage's URL, ending with `/`. */
   public readonly apiUrl: string;
   public readonly handler: NodejsFunction;
+  /** With `tokenCache: 'shared'`: the table every instance shares. */
+  public readonly tokenCacheTable?: TokenCacheTable;
 
   constructor(scope: Construct, id: string, props: TokenExchangeStackProps = {}) {
     super(scope, id, props);
     const settings = validateSettings({ ...TOKEN_EXCHANGE_DEFAULTS, ...withoutUndefined(props) });
-    const environment = functionEnvironment(settings);
+    if (settings.tokenCache === 'shared') {
+      this.tokenCacheTable = new TokenCacheTable(this, 'TokenCache', { kmsKeyArn: settings.tokenCacheKmsKeyArn });
+    }
+    const environment = functionEnvironment(settings, this.tokenCacheTable?.table.tableName);
     assertFunctionWouldStart(environment);
 
     const functionLogs = new LogGroup(this, 'FunctionLogs', { retention: settings.logRetention });
@@ -160,13 +180,18 @@ export class TokenExchangeStack extends Stack {
     // account): the function may only write to its own log group.
     const role = new Role(this, 'FunctionRole', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: 'Token exchange function: writes its own logs, nothing else',
+      description: this.tokenCacheTable
+        ? 'Token exchange function: writes its own logs, reads and writes items of its token cache table'
+        : 'Token exchange function: writes its own logs, nothing else',
       inlinePolicies: {
         WriteOwnLogs: new PolicyDocument({
           statements: [
             new PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [functionLogs.logGroupArn] }),
           ],
         }),
+        ...(this.tokenCacheTable
+          ? { UseTokenCacheTable: new PolicyDocument({ statements: this.tokenCacheTable.accessStatements() }) }
+          : {}),
       },
     });
 
@@ -280,11 +305,12 @@ function bundlingOptions() {
 }
 
 /** The contract's configuration variables, and the metrics namespace. Never `DEBUG`. */
-function functionEnvironment(settings: Settings): Record<string, string> {
+function functionEnvironment(settings: Settings, tokenCacheTable: string | undefined): Record<string, string> {
   return {
     TOKEN_URL_ALLOWLIST: settings.allowedTokenUrls.join(','),
     UPSTREAM_TIMEOUT_MS: String(settings.upstreamTimeoutMs),
-    TOKEN_CACHE: settings.tokenCache ? 'on' : 'off',
+    TOKEN_CACHE: settings.tokenCache,
+    ...(tokenCacheTable === undefined ? {} : { TOKEN_CACHE_TABLE: tokenCacheTable }),
     LOG_LEVEL: settings.logLevel,
     POWERTOOLS_METRICS_NAMESPACE: settings.metricsNamespace,
     ...(settings.sourceMapStackTraces ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
@@ -297,9 +323,17 @@ function assertFunctionWouldStart(environment: Record<string, string>): void {
   if (problem !== undefined) throw new Error(problem);
 }
 
-function functionStartProblems(environment: { variables?: Record<string, string> } | undefined): string[] {
+function functionStartProblems(environment: { variables?: Record<string, unknown> } | undefined): string[] {
   try {
-    loadConfig(environment?.variables ?? {});
+    // A value CloudFormation fills in at deploy (the table's name) is a token until then: check a
+    // valid stand-in for it.
+    const variables = Object.fromEntries(
+      Object.entries(environment?.variables ?? {}).map(([name, value]) => [
+        name,
+        typeof value === 'string' && !Token.isUnresolved(value) ? value : 'resolved-at-deploy',
+      ]),
+    );
+    loadConfig(variables);
     return [];
   } catch (error) {
     return [`TokenExchangeStack: the function would not start: ${(error as Error).message}`];
@@ -311,6 +345,7 @@ function withoutUndefined<T extends object>(props: T): Partial<T> {
 }
 
 const RETENTION_DAYS: readonly number[] = Object.values(RetentionDays).filter((value): value is number => typeof value === 'number');
+const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
 // CloudWatch's rule for namespaces: 1-255 of these characters, not starting with `AWS/`.
 const METRICS_NAMESPACE = /^(?!AWS\/)(?=.*\S)[A-Za-z0-9.\-_/#: ]{1,255}$/;
 
@@ -371,6 +406,17 @@ function validateSettings(settings: Settings): Settings {
     `callerAuthorization must be one of ${CALLER_AUTHORIZATIONS.join(', ')}, got ${settings.callerAuthorization}`,
   );
   problems.push(...tokenUrlChoiceProblems(settings));
+  check(
+    (TOKEN_CACHE_MODES as readonly string[]).includes(settings.tokenCache),
+    `tokenCache must be one of ${TOKEN_CACHE_MODES.join(', ')}, got ${settings.tokenCache}`,
+  );
+  if (settings.tokenCacheKmsKeyArn !== undefined) {
+    check(settings.tokenCache === 'shared', `tokenCacheKmsKeyArn needs tokenCache 'shared', got ${settings.tokenCache}`);
+    check(
+      KMS_KEY_ARN.test(settings.tokenCacheKmsKeyArn),
+      `tokenCacheKmsKeyArn must be a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID), got "${settings.tokenCacheKmsKeyArn}"`,
+    );
+  }
   problems.push(...allowlistProblems(settings.allowedTokenUrls));
   if (settings.corsOrigins !== undefined) problems.push(...corsProblems(settings.corsOrigins));
 

@@ -3,13 +3,19 @@ import { type AllowlistEntry, parseAllowlist } from './token-url-policy';
 export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** `memory`: one function instance reuses its tokens; `shared`: memory in front of a DynamoDB table every instance shares. */
+export const TOKEN_CACHE_MODES = ['off', 'memory', 'shared'] as const;
+export type TokenCacheMode = (typeof TOKEN_CACHE_MODES)[number];
+
 /** The function's configuration, read once from its environment. */
 export interface Config {
   /** Empty: any public https URL. */
   readonly allowlist: readonly AllowlistEntry[];
   /** Whole token request, connect to last byte. */
   readonly upstreamTimeoutMs: number;
-  readonly tokenCache: boolean;
+  readonly tokenCache: TokenCacheMode;
+  /** With `shared`: the DynamoDB table's name. */
+  readonly tokenCacheTable?: string;
   readonly logLevel: LogLevel;
 }
 
@@ -17,7 +23,7 @@ export interface Config {
 export const MAX_UPSTREAM_TIMEOUT_MS = 29_000;
 
 /** The values of variables left unset (the stack deploys the same defaults). */
-export const CONFIG_DEFAULTS = { upstreamTimeoutMs: 5000, tokenCache: false, logLevel: 'INFO' } as const satisfies Partial<Config>;
+export const CONFIG_DEFAULTS = { upstreamTimeoutMs: 5000, tokenCache: 'off', logLevel: 'INFO' } as const satisfies Partial<Config>;
 
 /** Node's own debug logs of these modules print request options, the Authorization header with them. */
 const SECRET_PRINTING_DEBUG_MODULES = ['http', 'https', 'net', 'tls', 'http2'] as const;
@@ -31,7 +37,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   return {
     allowlist: parseAllowlist(env.TOKEN_URL_ALLOWLIST),
     upstreamTimeoutMs: getTimeoutFromEnv(env.UPSTREAM_TIMEOUT_MS),
-    tokenCache: getSwitchFromEnv('TOKEN_CACHE', env.TOKEN_CACHE),
+    ...getTokenCacheFromEnv(env.TOKEN_CACHE, env.TOKEN_CACHE_TABLE),
     logLevel: getLogLevelFromEnv(env.LOG_LEVEL),
   };
 }
@@ -45,12 +51,26 @@ function getTimeoutFromEnv(value: string | undefined): number {
   return ms;
 }
 
-function getSwitchFromEnv(name: string, value: string | undefined): boolean {
-  const normalized = (value ?? '').trim().toLowerCase();
-  if (normalized === '') return CONFIG_DEFAULTS.tokenCache;
-  if (normalized === 'off') return false;
-  if (normalized === 'on') return true;
-  throw new Error(`Environment variable ${name} must be "on" or "off"`);
+// DynamoDB's rule for table names.
+const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
+
+function getTokenCacheFromEnv(mode: string | undefined, table: string | undefined): Pick<Config, 'tokenCache' | 'tokenCacheTable'> {
+  const normalized = (mode ?? '').trim().toLowerCase();
+  // `on` predates the shared tier and keeps its meaning.
+  const tokenCache =
+    normalized === ''
+      ? CONFIG_DEFAULTS.tokenCache
+      : normalized === 'on'
+        ? 'memory'
+        : TOKEN_CACHE_MODES.find((known) => known === normalized);
+  if (!tokenCache) throw new Error('Environment variable TOKEN_CACHE must be "off", "memory" (or its alias "on") or "shared"');
+  if (tokenCache !== 'shared') return { tokenCache };
+  const tokenCacheTable = (table ?? '').trim();
+  if (tokenCacheTable === '') throw new Error('Environment variable TOKEN_CACHE_TABLE is required when TOKEN_CACHE is "shared"');
+  if (!TABLE_NAME.test(tokenCacheTable)) {
+    throw new Error('Environment variable TOKEN_CACHE_TABLE must be a DynamoDB table name: 3 to 255 letters, digits, _ . or -');
+  }
+  return { tokenCache, tokenCacheTable };
 }
 
 function getLogLevelFromEnv(value: string | undefined): LogLevel {

@@ -1,12 +1,13 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { isCacheable } from './cache-eligibility';
 import { type Config, loadConfig } from './config';
 import { ExchangeError } from './errors';
 import { exchangeToken, type IdpToken, type UpstreamReport } from './exchange';
 import { describeError, type Observability, powertoolsObservability, type RequestRecord } from './observability';
 import { errorResponse, jsonResponse, notFoundResponse, type Response } from './responses';
 import { isTokenRoute } from './routes';
-import { cacheKey, TokenCache } from './token-cache';
+import type { TableReport } from './shared-token-cache';
+import { cacheable } from './token-cache';
+import { createTokenCacheTiers } from './token-cache-tiers';
 import { parseTokenRequest } from './token-request';
 import { checkTokenUrl } from './token-url-policy';
 
@@ -21,23 +22,25 @@ export type TokenHandler = (event: APIGatewayProxyEventV2, context?: Context) =>
  * exchange (through the cache when it is on), and turn the result or the error into the response.
  */
 export function createHandler(config: Config, observability: Observability = powertoolsObservability(config.logLevel)): TokenHandler {
-  const cache = config.tokenCache ? new TokenCache() : undefined;
+  const cache = createTokenCacheTiers(config);
 
   return async (event: unknown, context) => {
     if (!isTokenRoute(event)) return notFoundResponse();
     const started = performance.now();
     const upstream: UpstreamReport = {};
+    const table: TableReport = {};
     const record: Partial<RequestRecord> = {};
     let response: Response;
     try {
       const request = parseTokenRequest(event);
       const target = checkTokenUrl(request.accessTokenUrl, config.allowlist);
       record.idp_host = target.url.hostname;
-      const exchange = (): Promise<IdpToken> => exchangeToken(request, target, config.upstreamTimeoutMs, upstream);
-      if (cache && isCacheable(request)) {
-        const { token, hit } = await cache.get(cacheKey(request, target.url.href), exchange);
-        record.cache = hit ? 'hit' : 'miss';
-        response = jsonResponse(200, token, { 'x-token-cache': record.cache });
+      const exchange = (timeoutMs = config.upstreamTimeoutMs): Promise<IdpToken> => exchangeToken(request, target, timeoutMs, upstream);
+      if (cache && cacheable(request)) {
+        record.cache = 'miss'; // until a tier answers; a failed exchange stays a miss
+        const { token, tier } = await cache.resolve(request, target.url.href, exchange, table);
+        record.cache = tier;
+        response = jsonResponse(200, token, { 'x-token-cache': tier === 'miss' ? 'miss' : 'hit' });
       } else {
         response = jsonResponse(200, await exchange());
       }
@@ -55,6 +58,8 @@ export function createHandler(config: Config, observability: Observability = pow
       latency_ms: Math.round((performance.now() - started) * 10) / 10,
       ...(upstream.status === undefined ? {} : { idp_status: upstream.status }),
       ...(upstream.latencyMs === undefined ? {} : { idp_latency_ms: upstream.latencyMs }),
+      ...(table.latencyMs === undefined ? {} : { cache_table_latency_ms: table.latencyMs }),
+      ...(table.error === undefined ? {} : { cache_error: table.error }),
     };
     try {
       observability.record(entry, context);

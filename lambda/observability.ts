@@ -3,6 +3,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import type { LogLevel } from './config';
 import { causeChain, type ErrorCode } from './errors';
+import type { CacheTier } from './token-cache';
 
 const SERVICE_NAME = 'token-exchange';
 
@@ -18,7 +19,12 @@ export interface RequestRecord {
   idp_host?: string;
   idp_status?: number;
   idp_latency_ms?: number;
-  cache?: 'hit' | 'miss';
+  /** With TOKEN_CACHE on: the tier that answered (`memory`, `shared`) or `miss` (the IdP did). */
+  cache?: CacheTier;
+  /** Time spent in shared-table calls, polls included. */
+  cache_table_latency_ms?: number;
+  /** The failed shared-table call's error name: the request went on to the IdP without the table. */
+  cache_error?: string;
   /** For a 500: the error's class name and errno-style codes of its causes, never a message. */
   error_name?: string;
   error_codes?: string[];
@@ -32,7 +38,7 @@ export interface Observability {
 /**
  * Powertools Logger and Metrics: one JSON line per request carrying the Lambda context
  * (`function_request_id`, `cold_start`, ...), and EMF metrics (a count per outcome, the IdP's
- * latency, cache hits, and Powertools' own ColdStart) in the namespace Powertools reads from
+ * latency, the cache's line, and Powertools' own ColdStart) in the namespace Powertools reads from
  * POWERTOOLS_METRICS_NAMESPACE, which the stack sets.
  */
 export function powertoolsObservability(logLevel: LogLevel): Observability {
@@ -52,10 +58,25 @@ export function powertoolsObservability(logLevel: LogLevel): Observability {
       metrics.addDimension('outcome', entry.outcome);
       metrics.addMetric('Requests', MetricUnit.Count, 1);
       if (entry.idp_latency_ms !== undefined) metrics.addMetric('IdpLatency', MetricUnit.Milliseconds, entry.idp_latency_ms);
-      if (entry.cache === 'hit') metrics.addMetric('CacheHits', MetricUnit.Count, 1);
       metrics.publishStoredMetrics();
+      if (entry.cache) publishCacheMetrics(metrics, entry);
     },
   };
+}
+
+/**
+ * The cache's own EMF line, dimensioned by the tier that answered: `CacheHits` (tier `memory` or
+ * `shared`), `CacheMisses` (tier `miss`), `CacheErrors` when the shared table failed (the request then
+ * went to the IdP, so always tier `miss`), and the table's latency when it was called.
+ */
+function publishCacheMetrics(metrics: Metrics, entry: RequestRecord): void {
+  metrics.addDimension('tier', entry.cache as CacheTier);
+  metrics.addMetric(entry.cache === 'miss' ? 'CacheMisses' : 'CacheHits', MetricUnit.Count, 1);
+  if (entry.cache_error !== undefined) metrics.addMetric('CacheErrors', MetricUnit.Count, 1);
+  if (entry.cache_table_latency_ms !== undefined) {
+    metrics.addMetric('CacheTableLatency', MetricUnit.Milliseconds, entry.cache_table_latency_ms);
+  }
+  metrics.publishStoredMetrics();
 }
 
 /** Name and codes along an error's cause chain: enough to find a bug, never a message that could hold input. */

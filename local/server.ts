@@ -1,8 +1,10 @@
 import { once } from 'node:events';
 import { join } from 'node:path';
+import type { Server } from 'node:http';
 import { loadConfig } from '../lambda/config';
 import { destroyAgents } from '../lambda/guarded-agents';
-import { createHandler } from '../lambda/handler';
+import type * as Handler from '../lambda/handler';
+import { type LocalDynamoDb, localAwsEnvironment, LOCAL_TABLE_NAME, startLocalDynamoDb } from './dynamodb-local';
 import { createHttpApiGateway } from './http-api-gateway';
 import { startIdp } from './idp';
 import { startupBanner } from './startup-banner';
@@ -18,42 +20,77 @@ function portFromEnv(name: string, fallback: number): number {
   return port;
 }
 
+/**
+ * With TOKEN_CACHE=shared: an embedded DynamoDB-compatible server holding the table, and this
+ * process's AWS SDK settings pointed at it, so no AWS account is involved. Set before the handler
+ * module loads, since its shared tier starts talking to the table as it is created.
+ */
+async function startSharedTable(): Promise<LocalDynamoDb | undefined> {
+  if (process.env.TOKEN_CACHE?.trim().toLowerCase() !== 'shared') return undefined;
+  const tableName = process.env.TOKEN_CACHE_TABLE?.trim() || LOCAL_TABLE_NAME;
+  const table = await startLocalDynamoDb({ port: portFromEnv('DYNAMODB_PORT', 0), tableName });
+  Object.assign(process.env, localAwsEnvironment(table.endpoint), { TOKEN_CACHE_TABLE: tableName });
+  return table;
+}
+
+async function listen(server: Server, port: number): Promise<number> {
+  server.listen(port, '127.0.0.1');
+  await once(server, 'listening');
+  return (server.address() as { port: number }).port;
+}
+
 async function main(): Promise<void> {
   // What the Lambda runtime and the stack set, so logs and metrics look as they do when deployed.
   process.env.AWS_LAMBDA_INITIALIZATION_TYPE ??= 'on-demand';
   process.env.POWERTOOLS_METRICS_NAMESPACE ??= 'TokenExchange';
   const port = portFromEnv('PORT', 3000);
   const idp = await startIdp({ port: portFromEnv('IDP_PORT', 3001) });
-  // The user's entries stay; the embedded IdP's origin is added so the policy lets the service reach it.
-  const allowlist = [process.env.TOKEN_URL_ALLOWLIST?.trim(), idp.issuer].filter(Boolean).join(',');
-  const handler = createHandler(loadConfig({ ...process.env, TOKEN_URL_ALLOWLIST: allowlist }));
-
-  const server = createHttpApiGateway({ handler, openApiPath: join(__dirname, '..', 'openapi.yaml') });
-  server.listen(port, '127.0.0.1');
+  const servers: Server[] = [];
+  let table: LocalDynamoDb | undefined;
+  const stopAll = async (): Promise<void> => {
+    for (const server of servers) server.closeAllConnections();
+    await Promise.all([...servers.map((server) => new Promise((resolve) => server.close(resolve))), idp.close(), table?.close()]);
+    destroyAgents();
+  };
   try {
-    await once(server, 'listening');
+    table = await startSharedTable();
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded once the table's settings are in the environment
+    const { createHandler } = require('../lambda/handler') as typeof Handler;
+    // The user's entries stay; the embedded IdP's origin is added so the policy lets the service reach it.
+    const allowlist = [process.env.TOKEN_URL_ALLOWLIST?.trim(), idp.issuer].filter(Boolean).join(',');
+    const config = loadConfig({ ...process.env, TOKEN_URL_ALLOWLIST: allowlist });
+    const openApiPath = join(__dirname, '..', 'openapi.yaml');
+
+    servers.push(createHttpApiGateway({ handler: createHandler(config), openApiPath }));
+    const actualPort = await listen(servers[0] as Server, port);
+    let secondInstanceUrl: string | undefined;
+    if (table) {
+      // A second handler with its own memory tier and table client: what another Lambda instance is.
+      servers.push(createHttpApiGateway({ handler: createHandler(config), openApiPath }));
+      secondInstanceUrl = `http://localhost:${await listen(servers[1] as Server, portFromEnv('SECOND_INSTANCE_PORT', 3002))}`;
+    }
+    const shared = table && secondInstanceUrl ? { endpoint: table.endpoint, tableName: table.tableName, secondInstanceUrl } : undefined;
+    process.stdout.write(startupBanner(`http://localhost:${actualPort}`, idp, allowlist, shared));
   } catch (error) {
-    await idp.close();
+    await stopAll();
     throw error;
   }
-  const actualPort = (server.address() as { port: number }).port;
-  process.stdout.write(startupBanner(`http://localhost:${actualPort}`, idp, allowlist));
 
   let stopping = false;
   const stop = async (): Promise<void> => {
     if (stopping) process.exit(1); // a second Ctrl-C: do not wait
     stopping = true;
-    server.closeAllConnections();
-    server.close();
-    await Promise.all([once(server, 'close'), idp.close()]);
-    destroyAgents();
+    await stopAll();
   };
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
 }
 
 main().catch((error: NodeJS.ErrnoException) => {
-  const message = error.code === 'EADDRINUSE' ? `${error.message}: set PORT or IDP_PORT to a free port (0 picks one)` : error.message;
+  const message =
+    error.code === 'EADDRINUSE'
+      ? `${error.message}: set PORT, IDP_PORT, SECOND_INSTANCE_PORT or DYNAMODB_PORT to a free port (0 picks one)`
+      : error.message;
   process.stderr.write(`npm start failed: ${message}\n`);
   process.exit(1);
 });

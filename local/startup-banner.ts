@@ -1,11 +1,24 @@
 import { TOKEN_PATHS } from '../lambda/routes';
 import type { Idp } from './idp';
 
+/** With TOKEN_CACHE=shared: where the embedded table is, and the second instance that shares it. */
+export interface SharedCacheBanner {
+  readonly endpoint: string;
+  readonly tableName: string;
+  readonly secondInstanceUrl: string;
+}
+
 /**
  * What `npm start` prints once both servers listen: where the service is and which token URLs it
- * allows, the embedded IdP's token URL and demo clients, and a `curl` that gets a token through it.
+ * allows, the embedded IdP's token URL and demo clients, the shared cache's table if it is on, and a
+ * `curl` that gets a token through it.
  */
-export function startupBanner(serviceUrl: string, idp: Pick<Idp, 'tokenUrl' | 'clients'>, allowlist: string): string {
+export function startupBanner(
+  serviceUrl: string,
+  idp: Pick<Idp, 'tokenUrl' | 'clients'>,
+  allowlist: string,
+  shared?: SharedCacheBanner,
+): string {
   const { basic, post, jwt } = idp.clients;
   const basicClient = `${basic.clientId} / ${basic.clientSecret}`;
   const postClient = `${post.clientId} / ${post.clientSecret}`;
@@ -29,6 +42,15 @@ export function startupBanner(serviceUrl: string, idp: Pick<Idp, 'tokenUrl' | 'c
     `  demo client   ${postClient.padEnd(width)}  (client_secret_post)`,
     `  demo client   ${jwtClient.padEnd(width)}  (client_secret_jwt)`,
     '',
+    ...(shared
+      ? [
+          'Shared token cache (TOKEN_CACHE=shared), no AWS account involved:',
+          `  table         ${shared.tableName} in an embedded DynamoDB-compatible server (dynalite, in memory) at ${shared.endpoint}`,
+          `  2nd instance  ${shared.secondInstanceUrl} (its own memory tier; shares only the table)`,
+          `  The same curl against ${shared.secondInstanceUrl} answers from the table: add -i to see x-token-cache: hit.`,
+          '',
+        ]
+      : []),
     'Get a token:',
     `  curl -s ${serviceUrl}${TOKEN_PATHS[0]} \\`,
     `    -H 'content-type: application/json' \\`,

@@ -1,7 +1,7 @@
 import { loadConfig } from '../lambda/config';
 
 const TIMEOUT_RANGE = 'Environment variable UPSTREAM_TIMEOUT_MS must be a whole number of milliseconds from 1 to 29000';
-const CACHE_SWITCH = 'Environment variable TOKEN_CACHE must be "on" or "off"';
+const CACHE_SWITCH = 'Environment variable TOKEN_CACHE must be "off", "memory" (or its alias "on") or "shared"';
 const LOG_LEVELS = 'Environment variable LOG_LEVEL must be one of TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL, SILENT';
 
 describe('loadConfig', () => {
@@ -10,7 +10,7 @@ describe('loadConfig', () => {
     const config = loadConfig({});
 
     // Assess
-    expect(config).toEqual({ allowlist: [], upstreamTimeoutMs: 5000, tokenCache: false, logLevel: 'INFO' });
+    expect(config).toEqual({ allowlist: [], upstreamTimeoutMs: 5000, tokenCache: 'off', logLevel: 'INFO' });
   });
 
   it('reads every variable', () => {
@@ -26,7 +26,7 @@ describe('loadConfig', () => {
     expect({ ...config, allowlist: config.allowlist.map((entry) => entry.text) }).toEqual({
       allowlist: ['https://login.example.com', 'https://*.auth0.com', 'https://idp.example.com/oauth2/'],
       upstreamTimeoutMs: 2500,
-      tokenCache: true,
+      tokenCache: 'memory',
       logLevel: 'DEBUG',
     });
   });
@@ -44,13 +44,42 @@ describe('loadConfig', () => {
     expect({ ...config, allowlist: config.allowlist.map((entry) => entry.text) }).toEqual({
       allowlist: ['https://login.example.com'],
       upstreamTimeoutMs: 2500,
-      tokenCache: true,
+      tokenCache: 'memory',
       logLevel: 'WARN',
     });
   });
 
   it.each(['', '   '])('reads an UPSTREAM_TIMEOUT_MS of %p as the 5000 ms default', (value) => {
     expect(loadConfig({ UPSTREAM_TIMEOUT_MS: value }).upstreamTimeoutMs).toBe(5000);
+  });
+
+  it.each([
+    ['off', 'off'],
+    ['on', 'memory'],
+    ['memory', 'memory'],
+    [' Memory ', 'memory'],
+  ])('reads TOKEN_CACHE=%p as %p', (value, mode) => {
+    expect(loadConfig({ TOKEN_CACHE: value }).tokenCache).toBe(mode);
+  });
+
+  it('reads TOKEN_CACHE=shared with its table', () => {
+    const config = loadConfig({ TOKEN_CACHE: 'shared', TOKEN_CACHE_TABLE: ' TokenExchange-TokenCache-1A2B ' });
+
+    expect(config).toMatchObject({ tokenCache: 'shared', tokenCacheTable: 'TokenExchange-TokenCache-1A2B' });
+  });
+
+  it('fails naming TOKEN_CACHE_TABLE when TOKEN_CACHE=shared has no table', () => {
+    expect(() => loadConfig({ TOKEN_CACHE: 'shared' })).toThrow(
+      'Environment variable TOKEN_CACHE_TABLE is required when TOKEN_CACHE is "shared"',
+    );
+  });
+
+  it.each(['ab', 'token cache', 'table/name', 'x'.repeat(256)])('fails naming TOKEN_CACHE_TABLE for the name %p', (name) => {
+    expect(() => loadConfig({ TOKEN_CACHE: 'shared', TOKEN_CACHE_TABLE: name })).toThrow(/^Environment variable TOKEN_CACHE_TABLE must be/);
+  });
+
+  it('ignores TOKEN_CACHE_TABLE unless the cache is shared', () => {
+    expect(loadConfig({ TOKEN_CACHE: 'memory', TOKEN_CACHE_TABLE: 'unused' }).tokenCacheTable).toBeUndefined();
   });
 
   it.each([
@@ -65,16 +94,15 @@ describe('loadConfig', () => {
   });
 
   it.each([
-    ['off', false],
-    ['OFF', false],
-    ['', false],
-    ['on', true],
-    ['ON', true],
-  ])('reads TOKEN_CACHE=%p as %p', (value, on) => {
-    expect(loadConfig({ TOKEN_CACHE: value }).tokenCache).toBe(on);
+    ['OFF', 'off'],
+    ['', 'off'],
+    ['ON', 'memory'],
+    ['SHARED', 'shared'],
+  ])('reads TOKEN_CACHE=%p as %p', (value, mode) => {
+    expect(loadConfig({ TOKEN_CACHE: value, TOKEN_CACHE_TABLE: 'cache-table' }).tokenCache).toBe(mode);
   });
 
-  it.each(['yes', 'true', '1', 'enabled'])('fails naming TOKEN_CACHE and its values for %p', (value) => {
+  it.each(['yes', 'true', '1', 'enabled', 'dynamodb'])('fails naming TOKEN_CACHE and its values for %p', (value) => {
     expect(() => loadConfig({ TOKEN_CACHE: value })).toThrow(new Error(CACHE_SWITCH));
   });
 

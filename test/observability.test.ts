@@ -225,9 +225,12 @@ describe('the EMF metrics of each request', () => {
     expect(coldStarts).toEqual([expect.objectContaining({ ColdStart: 1, function_name: 'token-fn', service: 'token-exchange' })]);
   });
 
-  it('count a cache hit, and no hit for a miss', async () => {
+  it('add a cache line per request, dimensioned by the tier that answered', async () => {
     // Prepare
-    const handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, TOKEN_CACHE: 'on' }), powertoolsObservability('INFO'));
+    const handle = createHandler(
+      loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, TOKEN_CACHE: 'memory' }),
+      powertoolsObservability('INFO'),
+    );
 
     // Act
     const lines = await captureOutput(async () => {
@@ -236,11 +239,12 @@ describe('the EMF metrics of each request', () => {
     });
 
     // Assess
-    expect(
-      parse(lines)
-        .filter((line) => '_aws' in line)
-        .map((line) => line.CacheHits),
-    ).toEqual([undefined, 1]);
+    const cacheLines = parse(lines).filter((line) => line.tier !== undefined);
+    expect(cacheLines.map((line) => [line.tier, line.CacheMisses, line.CacheHits])).toEqual([
+      ['miss', 1, undefined],
+      ['memory', undefined, 1],
+    ]);
+    expect(requestLogs(lines).map((line) => line.cache)).toEqual(['miss', 'memory']);
   });
 });
 

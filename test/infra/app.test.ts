@@ -15,7 +15,8 @@ describe('propsFromContext', () => {
     const context = {
       allowedTokenUrls: 'https://login.example.com, https://*.auth0.com',
       upstreamTimeoutMs: '8000',
-      tokenCache: 'on',
+      tokenCache: 'shared',
+      tokenCacheKmsKeyArn: 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
       logLevel: 'warn',
       metricsNamespace: 'Acme/TokenExchange',
       memorySize: '512',
@@ -35,7 +36,8 @@ describe('propsFromContext', () => {
     expect({ ...props, functionTimeout: props.functionTimeout?.toSeconds() }).toEqual({
       allowedTokenUrls: ['https://login.example.com', 'https://*.auth0.com'],
       upstreamTimeoutMs: 8000,
-      tokenCache: true,
+      tokenCache: 'shared',
+      tokenCacheKmsKeyArn: 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
       logLevel: 'WARN',
       metricsNamespace: 'Acme/TokenExchange',
       memorySize: 512,
@@ -52,7 +54,17 @@ describe('propsFromContext', () => {
   it('reads JSON values as cdk.json holds them', () => {
     const props = propsFromContext(reader({ allowedTokenUrls: ['https://login.example.com'], memorySize: 1024, tokenCache: false }));
 
-    expect(props).toMatchObject({ allowedTokenUrls: ['https://login.example.com'], memorySize: 1024, tokenCache: false });
+    expect(props).toMatchObject({ allowedTokenUrls: ['https://login.example.com'], memorySize: 1024, tokenCache: 'off' });
+  });
+
+  it.each([
+    ['on', 'memory'],
+    [true, 'memory'],
+    ['memory', 'memory'],
+    ['OFF', 'off'],
+    ['shared', 'shared'],
+  ])('reads tokenCache %p as %p', (value, mode) => {
+    expect(propsFromContext(reader({ tokenCache: value })).tokenCache).toBe(mode);
   });
 
   it('leaves out what the context does not set (or sets empty), so the stack defaults apply', () => {
@@ -64,7 +76,7 @@ describe('propsFromContext', () => {
   it.each([
     ['memorySize', 'lots', /Context key "memorySize" must be a number, got "lots"/],
     ['upstreamTimeoutMs', '5s', /Context key "upstreamTimeoutMs" must be a number, got "5s"/],
-    ['tokenCache', 'yes', /Context key "tokenCache" must be on\/off or true\/false, got "yes"/],
+    ['tokenCache', 'yes', /Context key "tokenCache" must be off, memory or shared \(on and true mean memory\), got "yes"/],
     ['corsOrigins', [1, 2], /Context key "corsOrigins" must be a comma-separated string or an array of strings/],
     ['logLevel', 3, /Context key "logLevel" must be a string, got 3/],
   ])('names the key when %s is malformed', (key, value, message) => {

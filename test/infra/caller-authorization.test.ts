@@ -121,7 +121,7 @@ describe('no open relay by accident', () => {
 
     // Assess
     expect(act).toThrow(OPEN_RELAY_REFUSAL);
-    expect(OPEN_RELAY_REFUSAL).toMatch(/-c allowedTokenUrls=https:\/\/\S+/);
+    expect(OPEN_RELAY_REFUSAL).toMatch(/-c 'allowedTokenUrls=https:\/\/\S+'/);
     expect(OPEN_RELAY_REFUSAL).toMatch(/-c allowAnyPublicTokenUrl=true/);
   });
 

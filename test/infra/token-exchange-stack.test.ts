@@ -8,7 +8,7 @@ import { synthesize } from './stack-fixture';
 const CONFIGURED: TokenExchangeStackProps = {
   allowedTokenUrls: ['https://login.example.com', 'https://*.auth0.com'],
   upstreamTimeoutMs: 8000,
-  tokenCache: true,
+  tokenCache: 'memory',
   logLevel: 'WARN',
   metricsNamespace: 'Acme/TokenExchange',
   memorySize: 512,
@@ -94,7 +94,7 @@ describe('the function', () => {
         Variables: Match.objectEquals({
           TOKEN_URL_ALLOWLIST: 'https://login.example.com,https://*.auth0.com',
           UPSTREAM_TIMEOUT_MS: '8000',
-          TOKEN_CACHE: 'on',
+          TOKEN_CACHE: 'memory',
           LOG_LEVEL: 'WARN',
           POWERTOOLS_METRICS_NAMESPACE: 'Acme/TokenExchange',
           NODE_OPTIONS: '--enable-source-maps',

@@ -1,0 +1,32 @@
+import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+
+/**
+ * The shared token cache's table, defined once: the CDK stack creates it from this, `npm start`
+ * creates it in its embedded DynamoDB-compatible server from this, and the function reads and
+ * writes these attributes. An item is either a sealed token or a lease, never both.
+ */
+export const TOKEN_CACHE_TABLE = {
+  /** The partition key, the only key: the base64url item key derived from the request (lambda/sealed-token.ts). */
+  partitionKey: { name: 'pk', type: 'S' },
+  /** DynamoDB's TTL attribute: epoch seconds after which the item may be deleted (lazily: readers check expiry themselves). */
+  timeToLiveAttribute: 'expires',
+  attributes: {
+    /** The sealed token (binary). */
+    sealed: 'sealed',
+    /** Epoch milliseconds until which one instance holds the right to fetch this item's token. */
+    lease: 'lease',
+    /** Random per write, so a conditional write can say "only if nobody wrote since I read". */
+    revision: 'rev',
+  },
+} as const;
+
+/** The CreateTable request for a DynamoDB-compatible server: on-demand, partition key only. */
+export function createTableInput(tableName: string): CreateTableCommandInput {
+  const { name, type } = TOKEN_CACHE_TABLE.partitionKey;
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [{ AttributeName: name, AttributeType: type }],
+    KeySchema: [{ AttributeName: name, KeyType: 'HASH' }],
+  };
+}

@@ -43,9 +43,10 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
 }
 
 function getTimeoutFromEnv(value: string | undefined): number {
-  if (value === undefined || value.trim() === '') return CONFIG_DEFAULTS.upstreamTimeoutMs;
-  const ms = Number(value.trim());
-  if (!/^\d+$/.test(value.trim()) || ms < 1 || ms > MAX_UPSTREAM_TIMEOUT_MS) {
+  const text = (value ?? '').trim();
+  if (text === '') return CONFIG_DEFAULTS.upstreamTimeoutMs;
+  const ms = Number(text);
+  if (!/^\d+$/.test(text) || ms < 1 || ms > MAX_UPSTREAM_TIMEOUT_MS) {
     throw new Error(`Environment variable UPSTREAM_TIMEOUT_MS must be a whole number of milliseconds from 1 to ${MAX_UPSTREAM_TIMEOUT_MS}`);
   }
   return ms;

@@ -262,6 +262,18 @@ describe('describeError', () => {
     expect(described).toEqual({ error_name: 'TypeError', error_codes: ['ERR_BOOM', 'ECONNRESET'] });
   });
 
+  it('stops after five links, so a long or endless chain costs nothing', () => {
+    // Prepare: seven errors deep, each with its own code
+    let error: Error = Object.assign(new Error('innermost'), { code: 'E7' });
+    for (let depth = 6; depth >= 1; depth -= 1) error = Object.assign(new Error(`depth ${depth}`, { cause: error }), { code: `E${depth}` });
+
+    // Act
+    const described = describeError(error);
+
+    // Assess
+    expect(described.error_codes).toEqual(['E1', 'E2', 'E3', 'E4', 'E5']);
+  });
+
   it('gives only the type of a thrown value that is not an Error', () => {
     expect(describeError('a string')).toEqual({ error_name: 'string' });
   });

@@ -120,7 +120,7 @@ describe('a kept-alive socket that fails', () => {
     const reused = server.connections;
     server.answer((received, response) => {
       if (received.connection === reused) response.socket?.resetAndDestroy();
-      else json(200, DEMO_TOKEN)(received, response);
+      else void json(200, DEMO_TOKEN)(received, response);
     });
 
     // Act
@@ -172,7 +172,7 @@ describe('the timings reported for a request', () => {
   it('are milliseconds between the IdP delay and the wall time around the call, the IdP part within the whole', async () => {
     // Prepare: an IdP that takes at least 50 ms
     server.answer((received, response) => {
-      setTimeout(() => json(200, DEMO_TOKEN)(received, response), 50);
+      setTimeout(() => void json(200, DEMO_TOKEN)(received, response), 50);
     });
 
     // Act

@@ -215,7 +215,7 @@ describe('the handler with TOKEN_CACHE', () => {
   it('shares one IdP rejection between identical concurrent requests, then asks the IdP again', async () => {
     // Prepare
     server.answer((received, response) => {
-      setTimeout(() => json(401, { error: 'invalid_client' })(received, response), 50);
+      setTimeout(() => void json(401, { error: 'invalid_client' })(received, response), 50);
     });
 
     // Act

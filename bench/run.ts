@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
 import { BUNDLE_TARGET, lambdaBuildOptions } from '../infra/bundling';
+import { fleetScenario } from './fleet';
 import { BENCH_TOKEN } from './workers/calls';
 import type { ColdResult } from './workers/cold';
 import type { WarmResult } from './workers/warm';
@@ -238,8 +239,14 @@ async function main(): Promise<void> {
     };
     const bench: Bench = { env, bundlePath, metafile, connections: () => connections };
 
-    // Each scenario returns its markdown section; add one here (e.g. fleetScenario from bench/fleet.ts).
-    const scenarios: (() => Promise<string>)[] = [() => warmScenario(bench), () => coldScenario(bench), () => bundleScenario(bench)];
+    // Each scenario returns its markdown section; add one here.
+    const scenarios: (() => Promise<string>)[] = [
+      () => warmScenario(bench),
+      () => coldScenario(bench),
+      () => bundleScenario(bench),
+      // The shared token cache across K instances; about three minutes (alone: npm run bench:fleet).
+      () => fleetScenario(),
+    ];
     const sections: string[] = [];
     try {
       for (const scenario of scenarios) sections.push(await scenario());

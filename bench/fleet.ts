@@ -48,6 +48,8 @@ type Handler = (event: APIGatewayProxyEventV2, context?: { awsRequestId: string 
 
 /** Run the whole scenario and return its markdown section. */
 export async function fleetScenario(): Promise<string> {
+  // What the stack sets for the function; the instances run in this process.
+  process.env.POWERTOOLS_METRICS_NAMESPACE ??= 'TokenExchange';
   const cacheDir = join(ROOT, 'node_modules', '.cache');
   mkdirSync(cacheDir, { recursive: true });
   // Under the repository, so the bundle's external `@aws-sdk/*` resolves to node_modules as it

@@ -125,10 +125,12 @@ export class SharedTokenCache {
   private async waitForHolder(lookup: SharedLookup, keys: EntryKeys, calls: TableCalls): Promise<Fetched> {
     let pause = FIRST_POLL_MS;
     for (;;) {
-      await sleep(Math.max(0, Math.min(pause * (0.8 + Math.random() * 0.4), remaining(lookup))));
-      // The last pause ends at the deadline: a waiter then answers as a direct call to an IdP that
-      // slow would, without one more table call (and never asks the IdP with nothing left).
-      if (remaining(lookup) < 1) throw new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION);
+      // A read is only worth making while a whole call still fits before the deadline: the last
+      // pause ends there, and the waiter then answers as a direct call to an IdP that slow would,
+      // without a read cut short (which would count as a table failure and send it to the IdP with
+      // nothing left).
+      await sleep(Math.max(0, Math.min(pause * (0.8 + Math.random() * 0.4), remaining(lookup) - this.callTimeoutMs)));
+      if (remaining(lookup) < this.callTimeoutMs) throw new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION);
       pause = Math.min(pause * 2, MAX_POLL_MS);
       const item = await calls.get(keys.itemKey);
       if (item === FAILED) return this.fromIdp(lookup, keys, calls);

@@ -133,7 +133,7 @@ async function attemptOnce(
   } catch (error) {
     report.status = attempt.status;
     if (isStaleSocket(error, attempt)) return undefined;
-    throw classifyFailure(error, attempt);
+    throw classifyFailure(error, attempt, deadline);
   } finally {
     clearTimeout(timer);
   }
@@ -224,11 +224,14 @@ function checkAnswer(answer: unknown, attempt: UpstreamAttempt): IdpToken {
 
 /**
  * Classify by what happened on the wire, never by simple-oauth2's Boom status: it reports a non-JSON
- * answer as 406, a socket error as 502 and its own timeout as 504, whatever the IdP said. The
- * deadline is ours (its timer fires before wreck's backstop), so `timedOut` is the only timeout.
+ * answer as 406, a socket error as 502 and its own timeout as 504, whatever the IdP said. Any
+ * failure once the deadline has passed is a timeout: on a loaded event loop wreck's backstop timer,
+ * or a socket error, can be handled before the deadline's own timer runs, and the caller still got
+ * no complete answer within UPSTREAM_TIMEOUT_MS.
  */
-function classifyFailure(error: unknown, attempt: UpstreamAttempt): ExchangeError {
-  if (attempt.timedOut) return new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION, { cause: error });
+function classifyFailure(error: unknown, attempt: UpstreamAttempt, deadline: number): ExchangeError {
+  if (attempt.timedOut || performance.now() >= deadline)
+    return new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION, { cause: error });
   if (causeChain(error).some((cause) => cause instanceof AddressNotAllowedError)) {
     return tokenUrlNotAllowed(ADDRESS_NOT_ALLOWED_DESCRIPTION, error);
   }

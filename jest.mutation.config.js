@@ -1,13 +1,26 @@
 // The jest run Stryker uses for each mutant (stryker.config.mjs). It leaves out tests that cannot
-// kill a mutant of lambda/: those that run the bundle or the local server in a child process (the
-// mutant lives in Stryker's in-process copy, not in what the child loads) and the CDK synth tests.
+// kill a mutant of lambda/: those that run the bundle, the local server or the exchange in a child
+// process (the mutant lives in Stryker's in-process copy, not in what the child loads) and the CDK
+// synth tests. For each mutant it loads only the test files that reached it, and stops at the first
+// failing test (test/support/mutation-*).
+const { join } = require('node:path');
 const base = require('./jest.config.js');
 
 /** @type {import('jest').Config} */
 module.exports = {
   ...base,
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/infra/', '<rootDir>/test/local-server\\.test\\.ts$'],
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    '<rootDir>/test/infra/',
+    '<rootDir>/test/local-server\\.test\\.ts$',
+    '<rootDir>/test/local-shared-cache\\.test\\.ts$',
+    '<rootDir>/test/https-exchange\\.test\\.ts$',
+  ],
   setupFiles: ['<rootDir>/test/support/mutation-setup.ts'],
+  setupFilesAfterEnv: ['<rootDir>/test/support/mutation-coverage-recorder.ts'],
+  testSequencer: '<rootDir>/test/support/mutation-sequencer.js',
+  // An absolute path: Stryker resolves the environment itself, without jest's <rootDir>.
+  testEnvironment: join(__dirname, 'test', 'support', 'mutation-environment.js'),
   collectCoverageFrom: undefined,
   coverageThreshold: undefined,
 };

@@ -10,7 +10,9 @@ export default {
   // A mutant that does not type-check is discarded instead of counted as killed.
   checkers: ['typescript'],
   tsconfigFile: 'tsconfig.json',
-  concurrency: 2,
+  // One type-checker process and two test runners: the checker would otherwise hold one of the two
+  // slots for the whole run, long after it has checked every mutant.
+  concurrency: 3,
   reporters: ['clear-text', 'progress', 'html', 'json'],
   htmlReporter: { fileName: 'reports/mutation/index.html' },
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },

@@ -26,7 +26,7 @@ export function lambdaBuildOptions(outfile: string) {
     minify: true,
     sourcemap: true,
     alias: { debug: SILENT_DEBUG },
-    // The AWS SDK ships in the runtime; nothing of ours needs it.
+    // The AWS SDK ships in the runtime, and only the shared cache tier loads it (lazily, when it is on).
     external: ['@aws-sdk/*'],
     logLevel: 'warning' as const,
   };

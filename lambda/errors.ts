@@ -15,18 +15,16 @@ export const ERROR_STATUS = {
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
 /**
- * A failure with a stable `code` and a `description` that is safe to show the caller.
- * `cause` keeps the underlying error for logs only; it is never serialised into a response.
+ * A failure with a stable `code` and a `description` that is safe to show the caller. It carries
+ * nothing else: the log line of an answered error names its code, and what the IdP did (its
+ * status) is reported apart, so an underlying error would only be kept to be dropped.
  */
 export class ExchangeError extends Error {
-  override readonly name = 'ExchangeError';
-
   constructor(
     readonly code: ErrorCode,
     readonly description: string,
-    options?: { cause?: unknown },
   ) {
-    super(`${code}: ${description}`, options);
+    super(description);
   }
 
   get statusCode(): number {
@@ -38,8 +36,7 @@ export class ExchangeError extends Error {
 export const invalidRequest = (description: string): ExchangeError => new ExchangeError('invalid_request', description);
 
 /** 403 for a token URL the policy refuses; the description says which rule, never more. */
-export const tokenUrlNotAllowed = (description: string, cause?: unknown): ExchangeError =>
-  new ExchangeError('token_url_not_allowed', description, { cause });
+export const tokenUrlNotAllowed = (description: string): ExchangeError => new ExchangeError('token_url_not_allowed', description);
 
 /**
  * An error and what it wraps, outermost first. Wreck either boomifies a socket's own error in place

@@ -42,9 +42,16 @@ export async function startLocalDynamoDb(options: { port?: number; tableName?: s
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // dynalite closes its store when the server closes, and throws out of the process if a request is
+  // still being served then. So stop accepting, let requests in progress finish, and close each
+  // connection once it is idle; whatever is still open after a second is cut.
   const close = async (): Promise<void> => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    const idleSweep = setInterval(() => server.closeIdleConnections(), 10);
+    const cutOff = setTimeout(() => server.closeAllConnections(), 1000);
+    await closed;
+    clearInterval(idleSweep);
+    clearTimeout(cutOff);
   };
   const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
   try {

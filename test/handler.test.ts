@@ -549,7 +549,12 @@ describe('502 upstream_error', () => {
     ['not JSON', '<html>ok</html>'],
     ['a JSON array', [DEMO_TOKEN]],
     ['a JSON string', 'token'],
+    ['a quoted JSON string', '"token"'],
     ['JSON null', null],
+    ['JSON true', true],
+    ['JSON false', false],
+    ['a JSON number', 42],
+    ['JSON 0', 0],
     ['an empty body', ''],
     ['an object without access_token', { token_type: 'Bearer' }],
     ['a numeric access_token', { access_token: 12345 }],
@@ -795,6 +800,7 @@ describe('events from other API Gateway set-ups', () => {
     ['another stage of another length', 'prod', '/dev/v1/oauth/token'],
     ['a literal $default, which is never a path prefix', '$default', '/$default/v1/oauth/token'],
     ['the stage without the slash after it', 'prod', '/prodv1/oauth/token'],
+    ['an empty stage, which would otherwise strip the first of two slashes', '', '//v1/oauth/token'],
   ])('answers 404 for a token path under %s', async (_case, stage, path) => {
     // Prepare
     const event = tokenEvent(request(), { path });

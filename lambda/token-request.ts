@@ -55,7 +55,8 @@ const SCOPE = /^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/;
 const RESOURCE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?[\]]|%[0-9A-Fa-f]{2})+$/;
 const AUTH_METHODS: readonly AuthMethod[] = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'];
 const BASIC_ENCODINGS: readonly BasicCredentialsEncoding[] = ['form', 'raw'];
-const FIELDS = [
+/** Every field of a token request, in the contract's order. */
+export const REQUEST_FIELDS = [
   'client_id',
   'client_secret',
   'access_token_url',
@@ -68,7 +69,7 @@ const FIELDS = [
   'resource',
   'basic_credentials_encoding',
 ] as const;
-type Field = (typeof FIELDS)[number];
+type Field = (typeof REQUEST_FIELDS)[number];
 type Fields = Partial<Record<Field, unknown>>;
 
 /** The parts of a payload 2.0 event a token request is read from, as API Gateway always sends them. */
@@ -147,7 +148,7 @@ function readJson(body: string): Fields {
   }
   // Own properties only, so a `__proto__` key or an inherited name can never stand in for a field.
   const fields: Fields = {};
-  for (const field of FIELDS) {
+  for (const field of REQUEST_FIELDS) {
     if (Object.hasOwn(parsed, field)) fields[field] = (parsed as Record<string, unknown>)[field];
   }
   return fields;
@@ -160,7 +161,7 @@ function readForm(body: string): Fields {
   }
   const params = new URLSearchParams(body);
   const fields: Fields = {};
-  for (const field of FIELDS) {
+  for (const field of REQUEST_FIELDS) {
     const values = params.getAll(field);
     // RFC 8707 2: `resource` may be repeated, one indicator each; RFC 6749 3.2: no other parameter.
     if (field === 'resource' && values.length > 1) fields[field] = values;

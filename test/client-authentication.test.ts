@@ -1,21 +1,19 @@
 import { JWT_BEARER_ASSERTION_TYPE } from '../lambda/client-assertion';
 import { loadConfig } from '../lambda/config';
-import { destroyAgents } from '../lambda/guarded-agents';
-import { createHandler, type TokenHandler } from '../lambda/handler';
+import { createHandler } from '../lambda/handler';
 import { assertionClaims, decodeJws, generateCallerKey, signEs256, unsignedShape, verifiesHs256 } from './support/caller-assertions';
-import { bodyOf, formEvent, recordingObservability, tokenEvent } from './support/events';
-import { DEMO_TOKEN, json, type ReceivedRequest, type Script, startTokenServer, type TokenServer } from './support/token-server';
+import { bodyOf, formEvent, tokenEvent } from './support/events';
+import { useScriptedIdp } from './support/scripted-idp';
+import { DEMO_TOKEN, json, type ReceivedRequest, type Script } from './support/token-server';
 
 // What each client authentication method and the new parameters put on the wire, seen by a
 // scripted token server on 127.0.0.1; and every way a request using them is refused before any
 // connection is made.
 const SECRET = 'client-auth-test-secret';
 const CALLER_KEY = generateCallerKey();
-let server: TokenServer;
-let handle: TokenHandler;
-let observed: ReturnType<typeof recordingObservability>;
+const idp = useScriptedIdp({ UPSTREAM_TIMEOUT_MS: '400' });
 
-const tokenUrl = (): string => `${server.origin}/oauth2/token`;
+const tokenUrl = (): string => `${idp.server.origin}/oauth2/token`;
 const request = (overrides: Record<string, unknown> = {}): Record<string, unknown> => ({
   client_id: 'service-a',
   client_secret: SECRET,
@@ -32,32 +30,16 @@ const assertionRequest = (assertion = callerAssertion(), overrides: Record<strin
 });
 
 const received = (): ReceivedRequest => {
-  expect(server.received).toHaveLength(1);
-  return server.received[0] as ReceivedRequest;
+  expect(idp.server.received).toHaveLength(1);
+  return idp.server.received[0] as ReceivedRequest;
 };
 const basicCredentials = (request: ReceivedRequest): string =>
   Buffer.from((request.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString('utf8');
 
-beforeAll(async () => {
-  server = await startTokenServer();
-});
-
-beforeEach(() => {
-  server.answer(json(200, DEMO_TOKEN));
-  server.received.length = 0;
-  observed = recordingObservability();
-  handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '400' }), observed);
-});
-
-afterAll(async () => {
-  destroyAgents();
-  await server.close();
-});
-
 describe('client_secret_jwt on the wire', () => {
   it('sends client_id, client_assertion_type and a client_assertion, and no secret anywhere', async () => {
     // Act
-    const result = await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+    const result = await idp.handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
 
     // Assess
     expect(result.statusCode).toBe(200);
@@ -74,7 +56,7 @@ describe('client_secret_jwt on the wire', () => {
     const before = Math.floor(Date.now() / 1000);
 
     // Act
-    await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+    await idp.handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
 
     // Assess
     const after = Math.ceil(Date.now() / 1000);
@@ -97,23 +79,23 @@ describe('client_secret_jwt on the wire', () => {
 
   it('gives every assertion its own jti', async () => {
     // Act
-    await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
-    await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+    await idp.handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+    await idp.handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
 
     // Assess
-    const jtis = server.received.map((sent) => decodeJws(sent.form.get('client_assertion') ?? '').claims.jti);
+    const jtis = idp.server.received.map((sent) => decodeJws(sent.form.get('client_assertion') ?? '').claims.jti);
     expect(jtis).toHaveLength(2);
     expect(new Set(jtis).size).toBe(2);
   });
 
   it('refuses an empty client_secret, the key the assertion would be signed with', async () => {
     // Act
-    const result = await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt', client_secret: '' })));
+    const result = await idp.handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt', client_secret: '' })));
 
     // Assess
     expect(result.statusCode).toBe(400);
     expect(bodyOf(result).description).toMatch(/^client_secret /);
-    expect(server.received).toHaveLength(0);
+    expect(idp.server.received).toHaveLength(0);
   });
 });
 
@@ -123,7 +105,7 @@ describe('private_key_jwt on the wire', () => {
     const assertion = callerAssertion();
 
     // Act
-    const result = await handle(tokenEvent(assertionRequest(assertion, { token_endpoint_auth_method: 'private_key_jwt' })));
+    const result = await idp.handle(tokenEvent(assertionRequest(assertion, { token_endpoint_auth_method: 'private_key_jwt' })));
 
     // Assess
     expect(result.statusCode).toBe(200);
@@ -142,7 +124,7 @@ describe('private_key_jwt on the wire', () => {
     const assertion = callerAssertion();
 
     // Act
-    const result = await handle(tokenEvent(assertionRequest(assertion)));
+    const result = await idp.handle(tokenEvent(assertionRequest(assertion)));
 
     // Assess
     expect(result.statusCode).toBe(200);
@@ -154,7 +136,7 @@ describe('private_key_jwt on the wire', () => {
     const assertion = callerAssertion();
 
     // Act
-    const result = await handle(formEvent(assertionRequest(assertion) as Record<string, string>));
+    const result = await idp.handle(formEvent(assertionRequest(assertion) as Record<string, string>));
 
     // Assess
     expect(result.statusCode).toBe(200);
@@ -164,18 +146,18 @@ describe('private_key_jwt on the wire', () => {
   it('never puts the assertion in a log record or an error description', async () => {
     // Prepare
     const assertion = callerAssertion();
-    server.answer(json(401, { error: 'invalid_client' }));
+    idp.server.answer(json(401, { error: 'invalid_client' }));
 
     // Act
     const results = [
-      await handle(tokenEvent(assertionRequest(assertion))),
-      await handle(tokenEvent(assertionRequest(assertion, { token_endpoint_auth_method: 'client_secret_post' }))),
-      await handle(tokenEvent(assertionRequest(assertion, { client_assertion_type: 'urn:other' }))),
+      await idp.handle(tokenEvent(assertionRequest(assertion))),
+      await idp.handle(tokenEvent(assertionRequest(assertion, { token_endpoint_auth_method: 'client_secret_post' }))),
+      await idp.handle(tokenEvent(assertionRequest(assertion, { client_assertion_type: 'urn:other' }))),
     ];
 
     // Assess
     expect(results.map((result) => result.statusCode)).toEqual([401, 400, 400]);
-    const text = JSON.stringify(observed.records) + results.map((result) => result.body).join('');
+    const text = JSON.stringify(idp.observed.records) + results.map((result) => result.body).join('');
     for (const part of assertion.split('.')) expect(text).not.toContain(part);
   });
 });
@@ -244,12 +226,12 @@ describe('client assertions refused before any connection, with a 400 naming the
 
   it.each(cases)('%s', async (_name, body, field) => {
     // Act
-    const result = await handle(tokenEvent(body()));
+    const result = await idp.handle(tokenEvent(body()));
 
     // Assess
     expect(result.statusCode).toBe(400);
     expect(bodyOf(result)).toEqual({ code: 'invalid_request', description: expect.stringMatching(new RegExp(`^${field} `)) });
-    expect(server.received).toHaveLength(0);
+    expect(idp.server.received).toHaveLength(0);
   });
 
   it('accepts an assertion of exactly 8 KiB', async () => {
@@ -259,7 +241,7 @@ describe('client assertions refused before any connection, with a 400 naming the
     const exact = padded.length === 8192 ? padded : undefined;
 
     // Act
-    const result = await handle(tokenEvent(assertionRequest(exact)));
+    const result = await idp.handle(tokenEvent(assertionRequest(exact)));
 
     // Assess
     expect(exact?.length).toBe(8192);
@@ -274,11 +256,11 @@ describe('basic_credentials_encoding', () => {
 
   it('form (the default) form-encodes id and secret before building the Basic header (RFC 6749 2.3.1)', async () => {
     // Act
-    await handle(tokenEvent(request({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET })));
-    await handle(tokenEvent(request({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, basic_credentials_encoding: 'form' })));
+    await idp.handle(tokenEvent(request({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET })));
+    await idp.handle(tokenEvent(request({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, basic_credentials_encoding: 'form' })));
 
     // Assess
-    expect(server.received.map(basicCredentials)).toEqual([
+    expect(idp.server.received.map(basicCredentials)).toEqual([
       'id%3A%2B%2F%3D%25%26+x:s%3A%2B%2F%3D%25%26+y',
       'id%3A%2B%2F%3D%25%26+x:s%3A%2B%2F%3D%25%26+y',
     ]);
@@ -286,7 +268,7 @@ describe('basic_credentials_encoding', () => {
 
   it('raw puts id and secret in the Basic header exactly as given', async () => {
     // Act
-    await handle(tokenEvent(request({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, basic_credentials_encoding: 'raw' })));
+    await idp.handle(tokenEvent(request({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, basic_credentials_encoding: 'raw' })));
 
     // Assess
     expect(basicCredentials(received())).toBe('id:+/=%& x:s:+/=%& y');
@@ -297,11 +279,13 @@ describe('basic_credentials_encoding', () => {
     // Prepare: like Authlib 1.2 or @node-oauth/oauth2-server 5: split at the first colon, compare
     // as is. (RFC 7617 forbids a colon in the user-id, so this id has none.)
     const clientId = 'app+1/x=y%z&w v';
-    server.answer(literalBasicServer(clientId, CLIENT_SECRET));
+    idp.server.answer(literalBasicServer(clientId, CLIENT_SECRET));
 
     // Act
-    const form = await handle(tokenEvent(request({ client_id: clientId, client_secret: CLIENT_SECRET })));
-    const raw = await handle(tokenEvent(request({ client_id: clientId, client_secret: CLIENT_SECRET, basic_credentials_encoding: 'raw' })));
+    const form = await idp.handle(tokenEvent(request({ client_id: clientId, client_secret: CLIENT_SECRET })));
+    const raw = await idp.handle(
+      tokenEvent(request({ client_id: clientId, client_secret: CLIENT_SECRET, basic_credentials_encoding: 'raw' })),
+    );
 
     // Assess
     expect([form.statusCode, raw.statusCode]).toEqual([401, 200]);
@@ -314,17 +298,17 @@ describe('basic_credentials_encoding', () => {
     ['form with client_secret_jwt', { basic_credentials_encoding: 'form', token_endpoint_auth_method: 'client_secret_jwt' }],
   ])('refuses %s with a 400 naming the field', async (_name, fields) => {
     // Act
-    const result = await handle(tokenEvent(request(fields)));
+    const result = await idp.handle(tokenEvent(request(fields)));
 
     // Assess
     expect(result.statusCode).toBe(400);
     expect(bodyOf(result).description).toMatch(/^basic_credentials_encoding /);
-    expect(server.received).toHaveLength(0);
+    expect(idp.server.received).toHaveLength(0);
   });
 
   it('refuses raw with a client_assertion, which implies private_key_jwt', async () => {
     // Act
-    const result = await handle(tokenEvent(assertionRequest(undefined, { basic_credentials_encoding: 'raw' })));
+    const result = await idp.handle(tokenEvent(assertionRequest(undefined, { basic_credentials_encoding: 'raw' })));
 
     // Assess
     expect(result.statusCode).toBe(400);
@@ -345,7 +329,7 @@ function literalBasicServer(clientId: string, clientSecret: string): Script {
 describe('resource (RFC 8707)', () => {
   it('sends a string resource as one resource parameter', async () => {
     // Act
-    await handle(tokenEvent(request({ resource: 'https://api.example.com/orders?v=2' })));
+    await idp.handle(tokenEvent(request({ resource: 'https://api.example.com/orders?v=2' })));
 
     // Assess
     expect(received().form.getAll('resource')).toEqual(['https://api.example.com/orders?v=2']);
@@ -353,7 +337,7 @@ describe('resource (RFC 8707)', () => {
 
   it('sends each resource of an array as its own resource parameter, in order', async () => {
     // Act
-    await handle(tokenEvent(request({ resource: ['https://api.example.com/', 'urn:example:billing', 'https://[2001:db8::1]/x'] })));
+    await idp.handle(tokenEvent(request({ resource: ['https://api.example.com/', 'urn:example:billing', 'https://[2001:db8::1]/x'] })));
 
     // Assess
     expect(received().body).toBe(
@@ -368,7 +352,7 @@ describe('resource (RFC 8707)', () => {
     body.append('resource', 'https://b.example.com/');
 
     // Act
-    await handle(tokenEvent(body.toString(), { contentType: 'application/x-www-form-urlencoded' }));
+    await idp.handle(tokenEvent(body.toString(), { contentType: 'application/x-www-form-urlencoded' }));
 
     // Assess
     expect(received().form.getAll('resource')).toEqual(['https://a.example.com/', 'https://b.example.com/']);
@@ -376,7 +360,7 @@ describe('resource (RFC 8707)', () => {
 
   it('sends resource and audience side by side when both are given', async () => {
     // Act
-    await handle(tokenEvent(request({ resource: 'https://api.example.com/', audience: 'https://api.example.com/' })));
+    await idp.handle(tokenEvent(request({ resource: 'https://api.example.com/', audience: 'https://api.example.com/' })));
 
     // Assess
     expect(Object.fromEntries(received().form)).toEqual({
@@ -403,17 +387,17 @@ describe('resource (RFC 8707)', () => {
     ['an object', { uri: 'https://api.example.com/' }],
   ])('refuses %s with a 400 naming resource', async (_name, resource) => {
     // Act
-    const result = await handle(tokenEvent(request({ resource })));
+    const result = await idp.handle(tokenEvent(request({ resource })));
 
     // Assess
     expect(result.statusCode).toBe(400);
     expect(bodyOf(result)).toEqual({ code: 'invalid_request', description: expect.stringMatching(/^resource /) });
-    expect(server.received).toHaveLength(0);
+    expect(idp.server.received).toHaveLength(0);
   });
 
   it('accepts a resource of exactly 2048 characters', async () => {
     // Act
-    const result = await handle(tokenEvent(request({ resource: `https://api.example.com/${'a'.repeat(2024)}` })));
+    const result = await idp.handle(tokenEvent(request({ resource: `https://api.example.com/${'a'.repeat(2024)}` })));
 
     // Assess
     expect(result.statusCode).toBe(200);
@@ -422,27 +406,30 @@ describe('resource (RFC 8707)', () => {
 
 describe('the token cache with the new methods and parameters', () => {
   beforeEach(() => {
-    handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '400', TOKEN_CACHE: 'on' }), observed);
+    idp.handle = createHandler(
+      loadConfig({ TOKEN_URL_ALLOWLIST: idp.server.origin, UPSTREAM_TIMEOUT_MS: '400', TOKEN_CACHE: 'on' }),
+      idp.observed,
+    );
   });
 
   it('answers a repeated client_secret_jwt request from the cache', async () => {
     // Act
-    const first = await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
-    const second = await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+    const first = await idp.handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+    const second = await idp.handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
 
     // Assess
     expect([first.headers?.['x-token-cache'], second.headers?.['x-token-cache']]).toEqual(['miss', 'hit']);
-    expect(server.received).toHaveLength(1);
+    expect(idp.server.received).toHaveLength(1);
   });
 
   it('never answers client_secret_jwt from a client_secret_basic entry of the same secret: the method is part of the key', async () => {
     // Act
-    await handle(tokenEvent(request()));
-    const jwt = await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
+    await idp.handle(tokenEvent(request()));
+    const jwt = await idp.handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_jwt' })));
 
     // Assess
     expect(jwt.headers?.['x-token-cache']).toBe('miss');
-    expect(server.received).toHaveLength(2);
+    expect(idp.server.received).toHaveLength(2);
   });
 
   it('sends every private_key_jwt request to the IdP, the same assertion twice included, and says nothing of the cache', async () => {
@@ -450,20 +437,20 @@ describe('the token cache with the new methods and parameters', () => {
     const body = assertionRequest();
 
     // Act
-    const results = [await handle(tokenEvent(body)), await handle(tokenEvent(body))];
+    const results = [await idp.handle(tokenEvent(body)), await idp.handle(tokenEvent(body))];
 
     // Assess
     expect(results.map((result) => result.statusCode)).toEqual([200, 200]);
     expect(results.map((result) => result.headers?.['x-token-cache'])).toEqual([undefined, undefined]);
-    expect(server.received).toHaveLength(2);
-    expect(observed.records.map((record) => record.cache)).toEqual([undefined, undefined]);
+    expect(idp.server.received).toHaveLength(2);
+    expect(idp.observed.records.map((record) => record.cache)).toEqual([undefined, undefined]);
   });
 
   it('keeps tokens for different resources apart', async () => {
     // Act
-    await handle(tokenEvent(request({ resource: 'https://a.example.com/' })));
-    const other = await handle(tokenEvent(request({ resource: 'https://b.example.com/' })));
-    const same = await handle(tokenEvent(request({ resource: ['https://a.example.com/'] })));
+    await idp.handle(tokenEvent(request({ resource: 'https://a.example.com/' })));
+    const other = await idp.handle(tokenEvent(request({ resource: 'https://b.example.com/' })));
+    const same = await idp.handle(tokenEvent(request({ resource: ['https://a.example.com/'] })));
 
     // Assess
     expect([other.headers?.['x-token-cache'], same.headers?.['x-token-cache']]).toEqual(['miss', 'hit']);
@@ -471,8 +458,8 @@ describe('the token cache with the new methods and parameters', () => {
 
   it('keeps form and raw Basic encodings apart', async () => {
     // Act
-    await handle(tokenEvent(request()));
-    const raw = await handle(tokenEvent(request({ basic_credentials_encoding: 'raw' })));
+    await idp.handle(tokenEvent(request()));
+    const raw = await idp.handle(tokenEvent(request({ basic_credentials_encoding: 'raw' })));
 
     // Assess
     expect(raw.headers?.['x-token-cache']).toBe('miss');

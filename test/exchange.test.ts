@@ -3,37 +3,20 @@ import type { ClientRequest } from 'node:http';
 import type { Socket } from 'node:net';
 import { loadConfig } from '../lambda/config';
 import { destroyAgents } from '../lambda/guarded-agents';
-import { createHandler, type TokenHandler } from '../lambda/handler';
-import { bodyOf, recordingObservability, tokenEvent } from './support/events';
-import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
+import { createHandler } from '../lambda/handler';
+import { bodyOf, tokenEvent } from './support/events';
+import { useScriptedIdp } from './support/scripted-idp';
+import { DEMO_TOKEN, json } from './support/token-server';
 
 // How the exchange behaves on the wire: what it sends, when it retries, what it reports. Every case
 // goes through the handler to the scripted token server over real sockets.
 
 const UPSTREAM_ERROR = { code: 'upstream_error', description: 'The identity provider could not be reached or gave an unusable answer' };
 
-let server: TokenServer;
-let handle: TokenHandler;
-let observed: ReturnType<typeof recordingObservability>;
+const idp = useScriptedIdp({ UPSTREAM_TIMEOUT_MS: '2000' });
 
 const event = () =>
-  tokenEvent({ client_id: 'service-a', client_secret: 'exchange-test-secret', access_token_url: `${server.origin}/token` });
-
-beforeAll(async () => {
-  server = await startTokenServer();
-});
-
-beforeEach(() => {
-  server.answer(json(200, DEMO_TOKEN));
-  server.received.length = 0;
-  observed = recordingObservability();
-  handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '2000' }), observed);
-});
-
-afterAll(async () => {
-  destroyAgents();
-  await server.close();
-});
+  tokenEvent({ client_id: 'service-a', client_secret: 'exchange-test-secret', access_token_url: `${idp.server.origin}/token` });
 
 /**
  * Fail the next request that goes out on a reused socket with `error`, by destroying that real
@@ -61,10 +44,10 @@ const coded = (code: string | undefined): Error => Object.assign(new Error(`sock
 describe('the request sent to the IdP', () => {
   it('says it comes from token-exchange-service in User-Agent', async () => {
     // Act
-    await handle(event());
+    await idp.handle(event());
 
     // Assess
-    expect(server.received[0]?.headers['user-agent']).toBe('token-exchange-service');
+    expect(idp.server.received[0]?.headers['user-agent']).toBe('token-exchange-service');
   });
 });
 
@@ -72,8 +55,8 @@ describe('a kept-alive socket that fails', () => {
   // A pooled socket to the server, so the next exchange reuses it.
   beforeEach(async () => {
     destroyAgents();
-    await handle(event());
-    server.received.length = 0;
+    await idp.handle(event());
+    idp.server.received.length = 0;
   });
 
   afterEach(() => destroyAgents());
@@ -83,16 +66,16 @@ describe('a kept-alive socket that fails', () => {
     async (code) => {
       // Prepare
       const stop = failNextReusedSocket(coded(code));
-      const connectionsBefore = server.connections;
+      const connectionsBefore = idp.server.connections;
 
       // Act
-      const result = await handle(event());
+      const result = await idp.handle(event());
       stop();
 
       // Assess
       expect(result.statusCode).toBe(200);
       expect(bodyOf(result)).toEqual(DEMO_TOKEN);
-      expect(server.connections).toBe(connectionsBefore + 1);
+      expect(idp.server.connections).toBe(connectionsBefore + 1);
     },
   );
 
@@ -103,50 +86,50 @@ describe('a kept-alive socket that fails', () => {
   ])('is not retried when it fails with %s', async (_case, code) => {
     // Prepare
     const stop = failNextReusedSocket(coded(code));
-    const connectionsBefore = server.connections;
+    const connectionsBefore = idp.server.connections;
 
     // Act
-    const result = await handle(event());
+    const result = await idp.handle(event());
     stop();
 
     // Assess
     expect(result.statusCode).toBe(502);
     expect(bodyOf(result)).toEqual(UPSTREAM_ERROR);
-    expect(server.connections).toBe(connectionsBefore);
+    expect(idp.server.connections).toBe(connectionsBefore);
   });
 
   it('is retried when the IdP really resets it on the next request', async () => {
     // Prepare: the server drops the connection that carried the first request
-    const reused = server.connections;
-    server.answer((received, response) => {
+    const reused = idp.server.connections;
+    idp.server.answer((received, response) => {
       if (received.connection === reused) response.socket?.resetAndDestroy();
       else void json(200, DEMO_TOKEN)(received, response);
     });
 
     // Act
-    const result = await handle(event());
+    const result = await idp.handle(event());
 
     // Assess
     expect(result.statusCode).toBe(200);
-    expect(server.received.map((received) => received.connection)).toEqual([reused, reused + 1]);
+    expect(idp.server.received.map((received) => received.connection)).toEqual([reused, reused + 1]);
   });
 
   it('is not retried once the IdP has answered: a reset after the headers is a 502 after one request', async () => {
     // Prepare: headers and part of the body, then a reset
-    server.answer((_received, response) => {
+    idp.server.answer((_received, response) => {
       response.writeHead(200, { 'content-type': 'application/json', 'content-length': '200' });
       response.write('{"access_token":');
       setTimeout(() => response.socket?.resetAndDestroy(), 20);
     });
 
     // Act
-    const result = await handle(event());
+    const result = await idp.handle(event());
 
     // Assess
     expect(result.statusCode).toBe(502);
     expect(bodyOf(result)).toEqual(UPSTREAM_ERROR);
-    expect(server.received).toHaveLength(1);
-    expect(observed.records[0]?.idp_status).toBe(200);
+    expect(idp.server.received).toHaveLength(1);
+    expect(idp.observed.records[0]?.idp_status).toBe(200);
   });
 });
 
@@ -155,22 +138,22 @@ describe('an attempt that times out on a kept-alive socket', () => {
     // Prepare: two pooled sockets (two exchanges at once), then an IdP that never answers. Timing
     // out destroys the request, which fails like a stale socket would (ECONNRESET).
     destroyAgents();
-    await Promise.all([handle(event()), handle(event())]);
-    server.received.length = 0;
-    server.answer(() => undefined);
-    const quick = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '300' }), observed);
-    const connectionsBefore = server.connections;
+    await Promise.all([idp.handle(event()), idp.handle(event())]);
+    idp.server.received.length = 0;
+    idp.server.answer(() => undefined);
+    const quick = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: idp.server.origin, UPSTREAM_TIMEOUT_MS: '300' }), idp.observed);
+    const connectionsBefore = idp.server.connections;
 
     // Act
     const result = await quick(event());
 
     // Assess
     expect(result.statusCode).toBe(504);
-    expect(server.received).toHaveLength(1);
+    expect(idp.server.received).toHaveLength(1);
     // Only the timed-out socket was closed: the next exchange reuses the other one.
-    server.answer(json(200, DEMO_TOKEN));
-    expect((await handle(event())).statusCode).toBe(200);
-    expect(server.connections).toBe(connectionsBefore);
+    idp.server.answer(json(200, DEMO_TOKEN));
+    expect((await idp.handle(event())).statusCode).toBe(200);
+    expect(idp.server.connections).toBe(connectionsBefore);
     destroyAgents();
   });
 });
@@ -179,13 +162,13 @@ describe('the deadline', () => {
   it('ends an answer that started in time but does not finish, at the deadline and not a whole timeout later', async () => {
     // Prepare: headers at 300 ms of a 600 ms deadline, then a body that never ends. A timer armed
     // with the whole timeout when the body starts (wreck's own) would end it near 900 ms.
-    server.answer((_received, response) => {
+    idp.server.answer((_received, response) => {
       setTimeout(() => {
         response.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
         response.write('{"access_token":');
       }, 300);
     });
-    const quick = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '600' }), observed);
+    const quick = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: idp.server.origin, UPSTREAM_TIMEOUT_MS: '600' }), idp.observed);
 
     // Act
     const started = performance.now();
@@ -200,12 +183,12 @@ describe('the deadline', () => {
 
   it('leaves no timer behind once the IdP has answered', async () => {
     // Prepare: a pooled socket, so the exchange itself arms no connect timer
-    await handle(event());
+    await idp.handle(event());
     const timers = (): number => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
     const before = timers();
 
     // Act
-    const result = await handle(event());
+    const result = await idp.handle(event());
 
     // Assess: each attempt arms one deadline timer, which would otherwise run until the deadline
     expect(result.statusCode).toBe(200);
@@ -217,34 +200,34 @@ describe('a fresh socket that fails', () => {
   it('is not retried: a reset before any answer is a 502 after one request', async () => {
     // Prepare: no pooled socket, so the exchange connects afresh
     destroyAgents();
-    server.answer((_received, response) => {
+    idp.server.answer((_received, response) => {
       response.socket?.resetAndDestroy();
     });
 
     // Act
-    const result = await handle(event());
+    const result = await idp.handle(event());
 
     // Assess
     expect(result.statusCode).toBe(502);
     expect(bodyOf(result)).toEqual(UPSTREAM_ERROR);
-    expect(server.received).toHaveLength(1);
+    expect(idp.server.received).toHaveLength(1);
   });
 });
 
 describe('the timings reported for a request', () => {
   it('are milliseconds between the IdP delay and the wall time around the call, the IdP part within the whole', async () => {
     // Prepare: an IdP that takes at least 50 ms
-    server.answer((received, response) => {
+    idp.server.answer((received, response) => {
       setTimeout(() => void json(200, DEMO_TOKEN)(received, response), 50);
     });
 
     // Act
     const started = performance.now();
-    await handle(event());
+    await idp.handle(event());
     const elapsed = performance.now() - started;
 
     // Assess
-    const [record] = observed.records;
+    const [record] = idp.observed.records;
     const { latency_ms: latencyMs, idp_latency_ms: idpLatencyMs } = record ?? {};
     expect(idpLatencyMs).toBeGreaterThanOrEqual(45);
     expect(idpLatencyMs).toBeLessThanOrEqual(latencyMs ?? Number.NaN);
@@ -256,11 +239,11 @@ describe('the timings reported for a request', () => {
   it('are reported for a request refused before any exchange, with no IdP part', async () => {
     // Act
     const started = performance.now();
-    await handle(tokenEvent({ client_id: 'service-a' }));
+    await idp.handle(tokenEvent({ client_id: 'service-a' }));
     const elapsed = performance.now() - started;
 
     // Assess
-    const [record] = observed.records;
+    const [record] = idp.observed.records;
     expect(record?.latency_ms).toBeGreaterThanOrEqual(0);
     expect(record?.latency_ms).toBeLessThanOrEqual(elapsed + 0.05); // rounded to 0.1 ms
     expect(record?.idp_latency_ms).toBeUndefined();

@@ -7,6 +7,7 @@ import { ERROR_STATUS } from '../lambda/errors';
 import { destroyAgents } from '../lambda/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import type { Observability } from '../lambda/observability';
+import { REQUEST_FIELDS } from '../lambda/token-request';
 import { tokenEvent } from './support/events';
 import { atPort, REFUSED, refusedEverywherePayloads } from './support/ssrf-payloads';
 import { DEMO_TOKEN, startTokenServer, type TokenServer } from './support/token-server';
@@ -19,19 +20,8 @@ const HANDLER_DEADLINE_MS = 5000;
 
 // Recognisable and fresh per run, so any copy of it in an answer or a log line is a leak.
 const SECRET = `fuzz-secret-${randomBytes(16).toString('hex')}`;
-const CONTRACT_FIELDS = [
-  'client_id',
-  'client_secret',
-  'access_token_url',
-  'grant_type',
-  'scope',
-  'audience',
-  'token_endpoint_auth_method',
-  'client_assertion',
-  'client_assertion_type',
-  'resource',
-  'basic_credentials_encoding',
-] as const;
+// Every field the parser reads: a field added there needs a generator here before this compiles.
+const CONTRACT_FIELDS = REQUEST_FIELDS;
 // Each only fits some authentication methods, so a body holds each of these one time in five and
 // the others five times in six: otherwise nearly every body would be a 400 and no other answer seen.
 const OCCASIONAL_FIELDS: readonly string[] = ['client_assertion', 'client_assertion_type', 'resource', 'basic_credentials_encoding'];

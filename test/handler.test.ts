@@ -1,38 +1,20 @@
 import { once } from 'node:events';
 import { createServer as createTcpServer } from 'node:net';
 import { loadConfig } from '../lambda/config';
-import { destroyAgents } from '../lambda/guarded-agents';
-import { createHandler, type TokenHandler } from '../lambda/handler';
+import { createHandler } from '../lambda/handler';
 import { withPermit } from './support/configs';
-import { bodyOf, formEvent, recordingObservability, tokenEvent } from './support/events';
-import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
+import { bodyOf, formEvent, tokenEvent } from './support/events';
+import { useScriptedIdp } from './support/scripted-idp';
+import { DEMO_TOKEN, json } from './support/token-server';
 
 const SECRET = 'handler-test-secret';
-let server: TokenServer;
-let handle: TokenHandler;
-let observed: ReturnType<typeof recordingObservability>;
+const idp = useScriptedIdp({ UPSTREAM_TIMEOUT_MS: '400' });
 
 const request = (overrides: Record<string, unknown> = {}) => ({
   client_id: 'service-a',
   client_secret: SECRET,
-  access_token_url: `${server.origin}/oauth2/token`,
+  access_token_url: `${idp.server.origin}/oauth2/token`,
   ...overrides,
-});
-
-beforeAll(async () => {
-  server = await startTokenServer();
-});
-
-beforeEach(() => {
-  server.answer(json(200, DEMO_TOKEN));
-  server.received.length = 0;
-  observed = recordingObservability();
-  handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '400' }), observed);
-});
-
-afterAll(async () => {
-  destroyAgents();
-  await server.close();
 });
 
 const CONTRACT_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' };
@@ -40,18 +22,18 @@ const CONTRACT_HEADERS = { 'content-type': 'application/json', 'cache-control': 
 describe('the token request sent to the IdP', () => {
   it('posts to access_token_url exactly as given, path and query kept', async () => {
     // Act
-    await handle(tokenEvent(request({ access_token_url: `${server.origin}/tenant/oauth2/v2.0/token?api-version=2&x=a%20b` })));
+    await idp.handle(tokenEvent(request({ access_token_url: `${idp.server.origin}/tenant/oauth2/v2.0/token?api-version=2&x=a%20b` })));
 
     // Assess
-    expect(server.received).toHaveLength(1);
-    expect(server.received[0]?.method).toBe('POST');
-    expect(server.received[0]?.url).toBe('/tenant/oauth2/v2.0/token?api-version=2&x=a%20b');
+    expect(idp.server.received).toHaveLength(1);
+    expect(idp.server.received[0]?.method).toBe('POST');
+    expect(idp.server.received[0]?.url).toBe('/tenant/oauth2/v2.0/token?api-version=2&x=a%20b');
   });
 
   it('sends a form body with accept: application/json and grant_type client_credentials by default', async () => {
-    await handle(tokenEvent(request()));
+    await idp.handle(tokenEvent(request()));
 
-    const received = server.received[0];
+    const received = idp.server.received[0];
     expect(received?.headers['content-type']).toBe('application/x-www-form-urlencoded');
     expect(received?.headers.accept).toBe('application/json');
     expect(Object.fromEntries(received?.form ?? [])).toEqual({ grant_type: 'client_credentials' });
@@ -63,21 +45,21 @@ describe('the token request sent to the IdP', () => {
     const clientSecret = "s3cr:t/!'()*~ %";
 
     // Act
-    await handle(tokenEvent(request({ client_id: clientId, client_secret: clientSecret })));
+    await idp.handle(tokenEvent(request({ client_id: clientId, client_secret: clientSecret })));
 
     // Assess
-    const authorization = server.received[0]?.headers.authorization ?? '';
+    const authorization = idp.server.received[0]?.headers.authorization ?? '';
     expect(authorization.startsWith('Basic ')).toBe(true);
     const decoded = Buffer.from(authorization.slice('Basic '.length), 'base64').toString('utf8');
     expect(decoded).toBe('svc%3Aa+b%2Bc:s3cr%3At%2F%21%27%28%29%2A~+%25');
-    expect(server.received[0]?.form.has('client_secret')).toBe(false);
-    expect(server.received[0]?.form.has('client_id')).toBe(false);
+    expect(idp.server.received[0]?.form.has('client_secret')).toBe(false);
+    expect(idp.server.received[0]?.form.has('client_id')).toBe(false);
   });
 
   it('puts id and secret in the form body with client_secret_post, and sends no Authorization header', async () => {
-    await handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_post', client_id: 'a b' })));
+    await idp.handle(tokenEvent(request({ token_endpoint_auth_method: 'client_secret_post', client_id: 'a b' })));
 
-    const received = server.received[0];
+    const received = idp.server.received[0];
     expect(received?.headers.authorization).toBeUndefined();
     expect(received?.form.get('client_id')).toBe('a b');
     expect(received?.form.get('client_secret')).toBe(SECRET);
@@ -85,21 +67,21 @@ describe('the token request sent to the IdP', () => {
   });
 
   it('sends scope given as a string unchanged', async () => {
-    await handle(tokenEvent(request({ scope: 'read:users api://x/.default' })));
+    await idp.handle(tokenEvent(request({ scope: 'read:users api://x/.default' })));
 
-    expect(server.received[0]?.form.get('scope')).toBe('read:users api://x/.default');
+    expect(idp.server.received[0]?.form.get('scope')).toBe('read:users api://x/.default');
   });
 
   it('joins a scope array with single spaces', async () => {
-    await handle(tokenEvent(request({ scope: ['read', 'write', 'admin'] })));
+    await idp.handle(tokenEvent(request({ scope: ['read', 'write', 'admin'] })));
 
-    expect(server.received[0]?.form.get('scope')).toBe('read write admin');
+    expect(idp.server.received[0]?.form.get('scope')).toBe('read write admin');
   });
 
   it('sends audience as given', async () => {
-    await handle(tokenEvent(request({ audience: 'https://api.example.com/' })));
+    await idp.handle(tokenEvent(request({ audience: 'https://api.example.com/' })));
 
-    expect(server.received[0]?.form.get('audience')).toBe('https://api.example.com/');
+    expect(idp.server.received[0]?.form.get('audience')).toBe('https://api.example.com/');
   });
 
   it.each([
@@ -107,40 +89,40 @@ describe('the token request sent to the IdP', () => {
     ['an absolute URI', 'urn:ietf:params:oauth:grant-type:jwt-bearer'],
     ['an https URI', 'https://grants.example.com/m2m'],
   ])('passes grant_type through when it is %s', async (_kind, grantType) => {
-    await handle(tokenEvent(request({ grant_type: grantType })));
+    await idp.handle(tokenEvent(request({ grant_type: grantType })));
 
-    expect(server.received[0]?.form.get('grant_type')).toBe(grantType);
+    expect(idp.server.received[0]?.form.get('grant_type')).toBe(grantType);
   });
 
   it('sends neither scope nor audience when they are not given', async () => {
-    await handle(tokenEvent(request()));
+    await idp.handle(tokenEvent(request()));
 
-    expect([...(server.received[0]?.form.keys() ?? [])]).toEqual(['grant_type']);
+    expect([...(idp.server.received[0]?.form.keys() ?? [])]).toEqual(['grant_type']);
   });
 
   it('reuses one kept-alive connection across requests', async () => {
     // Prepare: a connection from an earlier test may already be pooled
-    const before = server.connections;
+    const before = idp.server.connections;
 
     // Act
-    await handle(tokenEvent(request()));
-    await handle(tokenEvent(request()));
-    await handle(tokenEvent(request()));
+    await idp.handle(tokenEvent(request()));
+    await idp.handle(tokenEvent(request()));
+    await idp.handle(tokenEvent(request()));
 
     // Assess
-    expect(server.connections - before).toBeLessThanOrEqual(1);
-    expect(new Set(server.received.map((received) => received.connection)).size).toBe(1);
+    expect(idp.server.connections - before).toBeLessThanOrEqual(1);
+    expect(new Set(idp.server.received.map((received) => received.connection)).size).toBe(1);
   });
 
   it('retries once on a fresh connection when a kept-alive socket turns out to be dead', async () => {
     // Prepare: the server drops any connection on its second request, as a peer that closed an
     // idle socket while the function was frozen would
-    await handle(tokenEvent(request()));
+    await idp.handle(tokenEvent(request()));
     const served = new Map<number, number>();
-    server.answer((received, response) => {
+    idp.server.answer((received, response) => {
       const count = (served.get(received.connection) ?? 0) + 1;
       served.set(received.connection, count);
-      if (count > 1 || received.connection === server.received[0]?.connection) {
+      if (count > 1 || received.connection === idp.server.received[0]?.connection) {
         response.socket?.destroy();
         return;
       }
@@ -148,49 +130,49 @@ describe('the token request sent to the IdP', () => {
     });
 
     // Act
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     // Assess
     expect(result.statusCode).toBe(200);
-    expect(server.received).toHaveLength(3);
-    expect(server.received[2]?.connection).not.toBe(server.received[1]?.connection);
+    expect(idp.server.received).toHaveLength(3);
+    expect(idp.server.received[2]?.connection).not.toBe(idp.server.received[1]?.connection);
   });
 });
 
 describe('routes and bodies', () => {
   it.each(['/v1/oauth/token', '/oauth/token'])('serves %s', async (path) => {
-    const result = await handle(tokenEvent(request(), { path }));
+    const result = await idp.handle(tokenEvent(request(), { path }));
 
     expect(result.statusCode).toBe(200);
     expect(bodyOf(result)).toEqual(DEMO_TOKEN);
   });
 
   it('accepts a base64-encoded form body', async () => {
-    const result = await handle(
-      formEvent({ client_id: 'service-a', client_secret: SECRET, access_token_url: `${server.origin}/t`, scope: 'read write' }),
+    const result = await idp.handle(
+      formEvent({ client_id: 'service-a', client_secret: SECRET, access_token_url: `${idp.server.origin}/t`, scope: 'read write' }),
     );
 
     expect(result.statusCode).toBe(200);
-    expect(server.received[0]?.form.get('scope')).toBe('read write');
+    expect(idp.server.received[0]?.form.get('scope')).toBe('read write');
   });
 
   it('accepts a base64-encoded JSON body', async () => {
-    const result = await handle(tokenEvent(request(), { base64: true }));
+    const result = await idp.handle(tokenEvent(request(), { base64: true }));
 
     expect(result.statusCode).toBe(200);
   });
 
   it('reads a body without a content type as JSON', async () => {
-    const result = await handle(tokenEvent(request(), { contentType: null }));
+    const result = await idp.handle(tokenEvent(request(), { contentType: null }));
 
     expect(result.statusCode).toBe(200);
   });
 
   it('ignores fields the contract does not list', async () => {
-    const result = await handle(tokenEvent(request({ extra: { nested: true }, redirect_uri: 'https://x.example' })));
+    const result = await idp.handle(tokenEvent(request({ extra: { nested: true }, redirect_uri: 'https://x.example' })));
 
     expect(result.statusCode).toBe(200);
-    expect([...(server.received[0]?.form.keys() ?? [])]).toEqual(['grant_type']);
+    expect([...(idp.server.received[0]?.form.keys() ?? [])]).toEqual(['grant_type']);
   });
 
   it.each([
@@ -201,18 +183,18 @@ describe('routes and bodies', () => {
     const event = tokenEvent(request(), options);
     event.routeKey = '$default';
 
-    const result = await handle(event);
+    const result = await idp.handle(event);
 
     expect(result.statusCode).toBe(404);
     expect(bodyOf(result)).toEqual({ message: 'Not Found' });
-    expect(server.received).toHaveLength(0);
+    expect(idp.server.received).toHaveLength(0);
   });
 
   it('serves a $default-route event whose method and path are a token route', async () => {
     const event = tokenEvent(request());
     event.routeKey = '$default';
 
-    const result = await handle(event);
+    const result = await idp.handle(event);
 
     expect(result.statusCode).toBe(200);
   });
@@ -222,10 +204,10 @@ describe('a successful exchange', () => {
   it('returns the IdP token JSON unchanged, with no expires_at added', async () => {
     // Prepare
     const token = { access_token: 'eyJ.a.b', token_type: 'Bearer', expires_in: 86400, scope: 'read', vendor_field: { a: [1, null] } };
-    server.answer(json(200, token));
+    idp.server.answer(json(200, token));
 
     // Act
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     // Assess
     expect(result.statusCode).toBe(200);
@@ -234,48 +216,48 @@ describe('a successful exchange', () => {
   });
 
   it("keeps an IdP's own expires_at exactly as it sent it", async () => {
-    server.answer(json(200, { access_token: 'x', expires_at: '2030-01-01T00:00:00Z', expires_in: '3600' }));
+    idp.server.answer(json(200, { access_token: 'x', expires_at: '2030-01-01T00:00:00Z', expires_in: '3600' }));
 
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     expect(bodyOf(result)).toStrictEqual({ access_token: 'x', expires_at: '2030-01-01T00:00:00Z', expires_in: '3600' });
   });
 
   it('answers with content-type json, cache-control no-store and pragma no-cache (RFC 6749 5.1)', async () => {
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     expect(result.headers).toEqual(CONTRACT_HEADERS);
   });
 
   it('accepts a token from any 2xx answer', async () => {
-    server.answer(json(201, DEMO_TOKEN));
+    idp.server.answer(json(201, DEMO_TOKEN));
 
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     expect(result.statusCode).toBe(200);
   });
 
   it('accepts a JSON answer whatever content type the IdP labels it with', async () => {
-    server.answer(json(200, DEMO_TOKEN, { 'content-type': 'text/plain' }));
+    idp.server.answer(json(200, DEMO_TOKEN, { 'content-type': 'text/plain' }));
 
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     expect(bodyOf(result)).toEqual(DEMO_TOKEN);
   });
 
   it('logs the request with its outcome, statuses and IdP host, and nothing secret', async () => {
-    await handle(tokenEvent(request(), { path: '/oauth/token' }));
+    await idp.handle(tokenEvent(request(), { path: '/oauth/token' }));
 
-    expect(observed.records).toHaveLength(1);
-    expect(observed.records[0]).toMatchObject({
+    expect(idp.observed.records).toHaveLength(1);
+    expect(idp.observed.records[0]).toMatchObject({
       route: 'POST /oauth/token',
       outcome: 'ok',
       status: 200,
       idp_host: '127.0.0.1',
       idp_status: 200,
     });
-    expect(JSON.stringify(observed.records)).not.toContain(SECRET);
-    expect(JSON.stringify(observed.records)).not.toContain(DEMO_TOKEN.access_token);
+    expect(JSON.stringify(idp.observed.records)).not.toContain(SECRET);
+    expect(JSON.stringify(idp.observed.records)).not.toContain(DEMO_TOKEN.access_token);
   });
 });
 
@@ -292,11 +274,11 @@ describe('400 invalid_request', () => {
   const formBody = (fields: Record<string, string> = request() as Record<string, string>) => new URLSearchParams(fields).toString();
 
   const invalid = async (event: ReturnType<typeof tokenEvent>, description: string) => {
-    const result = await handle(event);
+    const result = await idp.handle(event);
     expect(result.statusCode).toBe(400);
     expect(result.headers).toEqual(CONTRACT_HEADERS);
     expect(bodyOf(result)).toStrictEqual({ code: 'invalid_request', description });
-    expect(server.received).toHaveLength(0);
+    expect(idp.server.received).toHaveLength(0);
   };
 
   it.each([
@@ -389,10 +371,10 @@ describe('400 invalid_request', () => {
   });
 
   it('accepts the longest allowed client_id, client_secret and audience, and an empty secret', async () => {
-    const longest = await handle(
+    const longest = await idp.handle(
       tokenEvent(request({ client_id: 'i'.repeat(256), client_secret: 's'.repeat(1024), audience: 'a'.repeat(2048) })),
     );
-    const empty = await handle(tokenEvent(request({ client_secret: '' })));
+    const empty = await idp.handle(tokenEvent(request({ client_secret: '' })));
 
     expect(longest.statusCode).toBe(200);
     expect(empty.statusCode).toBe(200);
@@ -408,7 +390,7 @@ describe('400 invalid_request', () => {
   });
 
   it('never echoes the client secret in the description', async () => {
-    const result = await handle(tokenEvent(request({ client_secret: `${SECRET}\u00e9` })));
+    const result = await idp.handle(tokenEvent(request({ client_secret: `${SECRET}\u00e9` })));
 
     expect(result.statusCode).toBe(400);
     expect(result.body).not.toContain(SECRET);
@@ -426,11 +408,11 @@ describe('the content type', () => {
     const body = new URLSearchParams({ ...(request() as Record<string, string>), scope: 'read write', audience: 'api' }).toString();
 
     // Act
-    const result = await handle(tokenEvent(body, { contentType }));
+    const result = await idp.handle(tokenEvent(body, { contentType }));
 
     // Assess
     expect(result.statusCode).toBe(200);
-    expect(Object.fromEntries(server.received[0]?.form ?? [])).toEqual({
+    expect(Object.fromEntries(idp.server.received[0]?.form ?? [])).toEqual({
       grant_type: 'client_credentials',
       scope: 'read write',
       audience: 'api',
@@ -441,11 +423,11 @@ describe('the content type', () => {
     'reads a body labelled %s as JSON',
     async (contentType) => {
       // Act
-      const result = await handle(tokenEvent(request({ scope: ['read', 'write'] }), { contentType }));
+      const result = await idp.handle(tokenEvent(request({ scope: ['read', 'write'] }), { contentType }));
 
       // Assess
       expect(result.statusCode).toBe(200);
-      expect(server.received[0]?.form.get('scope')).toBe('read write');
+      expect(idp.server.received[0]?.form.get('scope')).toBe('read write');
     },
   );
 });
@@ -457,21 +439,21 @@ describe('413 payload_too_large', () => {
   };
 
   it('when the body is over 64 KiB', async () => {
-    const result = await handle(tokenEvent(padded(64 * 1024 + 1)));
+    const result = await idp.handle(tokenEvent(padded(64 * 1024 + 1)));
 
     expect(result.statusCode).toBe(413);
     expect(bodyOf(result).code).toBe('payload_too_large');
-    expect(server.received).toHaveLength(0);
+    expect(idp.server.received).toHaveLength(0);
   });
 
   it('when the body is over 64 KiB after base64 decoding', async () => {
-    const result = await handle(tokenEvent(padded(64 * 1024 + 1), { base64: true }));
+    const result = await idp.handle(tokenEvent(padded(64 * 1024 + 1), { base64: true }));
 
     expect(result.statusCode).toBe(413);
   });
 
   it('when multi-byte characters make the body over 64 KiB', async () => {
-    const result = await handle(tokenEvent(JSON.stringify(request({ padding: '\u00e9'.repeat(33 * 1024) }))));
+    const result = await idp.handle(tokenEvent(JSON.stringify(request({ padding: '\u00e9'.repeat(33 * 1024) }))));
 
     expect(result.statusCode).toBe(413);
   });
@@ -480,8 +462,8 @@ describe('413 payload_too_large', () => {
     const body = padded(64 * 1024);
     expect(Buffer.byteLength(body)).toBe(64 * 1024);
 
-    const plain = await handle(tokenEvent(body));
-    const base64 = await handle(tokenEvent(body, { base64: true }));
+    const plain = await idp.handle(tokenEvent(body));
+    const base64 = await idp.handle(tokenEvent(body, { base64: true }));
 
     expect(plain.statusCode).toBe(200);
     expect(base64.statusCode).toBe(200);
@@ -497,20 +479,20 @@ describe('401 unauthorized', () => {
     [404, '<html>not found</html>'],
     [429, { error: 'slow_down' }],
   ])('when the IdP answers %i, with the fixed description and nothing of its answer', async (status, answer) => {
-    server.answer(json(status, answer, typeof answer === 'string' ? { 'content-type': 'text/html' } : {}));
+    idp.server.answer(json(status, answer, typeof answer === 'string' ? { 'content-type': 'text/html' } : {}));
 
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     expect(result.statusCode).toBe(401);
     expect(result.headers).toEqual(CONTRACT_HEADERS);
     expect(bodyOf(result)).toStrictEqual({ code: 'unauthorized', description: 'Unauthorized credentials provided' });
-    expect(observed.records[0]).toMatchObject({ outcome: 'unauthorized', idp_status: status });
+    expect(idp.observed.records[0]).toMatchObject({ outcome: 'unauthorized', idp_status: status });
   });
 });
 
 describe('502 upstream_error', () => {
   const expectUpstreamError = async () => {
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
     expect(result.statusCode).toBe(502);
     expect(result.headers).toEqual(CONTRACT_HEADERS);
     const body = bodyOf(result);
@@ -521,28 +503,28 @@ describe('502 upstream_error', () => {
   };
 
   it('when the IdP answers 500 with an HTML page', async () => {
-    server.answer(json(500, '<html>Internal Server Error</html>', { 'content-type': 'text/html' }));
+    idp.server.answer(json(500, '<html>Internal Server Error</html>', { 'content-type': 'text/html' }));
     const result = await expectUpstreamError();
     expect(result.body).not.toContain('Internal Server Error');
   });
 
   it('when the IdP answers 503 with a JSON error', async () => {
-    server.answer(json(503, { error: 'temporarily_unavailable' }));
+    idp.server.answer(json(503, { error: 'temporarily_unavailable' }));
     await expectUpstreamError();
   });
 
   it('when the IdP redirects, without following the redirect', async () => {
-    server.answer(json(302, { access_token: 'from-a-redirect' }, { location: `${server.origin}/elsewhere` }));
+    idp.server.answer(json(302, { access_token: 'from-a-redirect' }, { location: `${idp.server.origin}/elsewhere` }));
 
     await expectUpstreamError();
 
-    expect(server.received.map((received) => received.url)).toEqual(['/oauth2/token']);
+    expect(idp.server.received.map((received) => received.url)).toEqual(['/oauth2/token']);
   });
 
   it.each([300, 301, 303, 304, 307, 308])('when the IdP answers %i, even with a token in the body', async (status) => {
-    server.answer(json(status, status === 304 ? '' : DEMO_TOKEN, { location: `${server.origin}/elsewhere` }));
+    idp.server.answer(json(status, status === 304 ? '' : DEMO_TOKEN, { location: `${idp.server.origin}/elsewhere` }));
     await expectUpstreamError();
-    expect(server.received).toHaveLength(1);
+    expect(idp.server.received).toHaveLength(1);
   });
 
   it.each([
@@ -560,33 +542,33 @@ describe('502 upstream_error', () => {
     ['a numeric access_token', { access_token: 12345 }],
     ['an empty access_token', { access_token: '' }],
   ])('when a 200 answer is %s', async (_case, answer) => {
-    server.answer(json(200, typeof answer === 'string' ? answer : JSON.stringify(answer)));
+    idp.server.answer(json(200, typeof answer === 'string' ? answer : JSON.stringify(answer)));
     await expectUpstreamError();
   });
 
   it('when the answer is over 1 MiB', async () => {
-    server.answer(json(200, { access_token: 'x', padding: 'p'.repeat(1024 * 1024) }));
+    idp.server.answer(json(200, { access_token: 'x', padding: 'p'.repeat(1024 * 1024) }));
     await expectUpstreamError();
   });
 
   it('accepts an answer just under 1 MiB', async () => {
     const padding = 'p'.repeat(1024 * 1024 - 64);
-    server.answer(json(200, { access_token: 'x', padding }));
+    idp.server.answer(json(200, { access_token: 'x', padding }));
 
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     expect(result.statusCode).toBe(200);
   });
 
   it('when the IdP resets the connection before answering', async () => {
-    server.answer((_received, response) => {
+    idp.server.answer((_received, response) => {
       response.socket?.resetAndDestroy();
     });
     await expectUpstreamError();
   });
 
   it('when the IdP closes the connection in the middle of its answer', async () => {
-    server.answer((_received, response) => {
+    idp.server.answer((_received, response) => {
       response.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
       response.write('{"access_token":"x"');
       setTimeout(() => response.socket?.destroy(), 10);
@@ -601,10 +583,10 @@ describe('502 upstream_error', () => {
     const { port } = probe.address() as { port: number };
     probe.close();
     await once(probe, 'close');
-    handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: `http://127.0.0.1:${port}` }), observed);
+    idp.handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: `http://127.0.0.1:${port}` }), idp.observed);
 
     // Act
-    const result = await handle(tokenEvent(request({ access_token_url: `http://127.0.0.1:${port}/token` })));
+    const result = await idp.handle(tokenEvent(request({ access_token_url: `http://127.0.0.1:${port}/token` })));
 
     // Assess
     expect(result.statusCode).toBe(502);
@@ -613,11 +595,11 @@ describe('502 upstream_error', () => {
 
   it('when the TLS handshake fails', async () => {
     // Prepare: https to a plain HTTP server, which cannot complete a handshake
-    const httpsOrigin = server.origin.replace('http:', 'https:');
-    handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: httpsOrigin }), observed);
+    const httpsOrigin = idp.server.origin.replace('http:', 'https:');
+    idp.handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: httpsOrigin }), idp.observed);
 
     // Act
-    const result = await handle(tokenEvent(request({ access_token_url: `${httpsOrigin}/token` })));
+    const result = await idp.handle(tokenEvent(request({ access_token_url: `${httpsOrigin}/token` })));
 
     // Assess
     expect(result.statusCode).toBe(502);
@@ -627,9 +609,9 @@ describe('502 upstream_error', () => {
 
 describe('504 upstream_timeout', () => {
   it('when the IdP never answers', async () => {
-    server.answer(() => undefined);
+    idp.server.answer(() => undefined);
 
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     expect(result.statusCode).toBe(504);
     expect(bodyOf(result)).toStrictEqual({ code: 'upstream_timeout', description: expect.any(String) });
@@ -637,25 +619,25 @@ describe('504 upstream_timeout', () => {
   });
 
   it('when the IdP sends headers and then trickles its body past the deadline', async () => {
-    server.answer((_received, response) => {
+    idp.server.answer((_received, response) => {
       response.writeHead(200, { 'content-type': 'application/json' });
       response.write('{"access_token":');
       const drip = setInterval(() => response.write(' '), 50);
       response.on('close', () => clearInterval(drip));
     });
 
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     expect(result.statusCode).toBe(504);
   });
 
   it('counts the whole exchange: a slow answer after a prompt header still times out', async () => {
-    server.answer((_received, response) => {
+    idp.server.answer((_received, response) => {
       response.writeHead(200, { 'content-type': 'application/json' });
       setTimeout(() => response.end(JSON.stringify(DEMO_TOKEN)), 1000).unref();
     });
 
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     expect(result.statusCode).toBe(504);
   });
@@ -664,30 +646,30 @@ describe('504 upstream_timeout', () => {
 describe('500 internal_error', () => {
   it('answers a bug with a generic body, and logs its class name without its message', async () => {
     // Prepare: a permit that breaks, standing in for any unexpected exception
-    const broken = withPermit(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), 'broken', () => {
+    const broken = withPermit(loadConfig({ TOKEN_URL_ALLOWLIST: idp.server.origin }), 'broken', () => {
       throw new TypeError(`bug near ${SECRET}`);
     });
-    handle = createHandler(broken, observed);
+    idp.handle = createHandler(broken, idp.observed);
 
     // Act
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     // Assess
     expect(result.statusCode).toBe(500);
     expect(result.headers).toEqual(CONTRACT_HEADERS);
     expect(bodyOf(result)).toStrictEqual({ code: 'internal_error', description: 'Internal error' });
-    expect(observed.records[0]).toMatchObject({ outcome: 'internal_error', status: 500, error_name: 'TypeError' });
-    expect(JSON.stringify(observed.records)).not.toContain(SECRET);
+    expect(idp.observed.records[0]).toMatchObject({ outcome: 'internal_error', status: 500, error_name: 'TypeError' });
+    expect(JSON.stringify(idp.observed.records)).not.toContain(SECRET);
   });
 
   it('still answers when writing the log line fails', async () => {
-    handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), {
+    idp.handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: idp.server.origin }), {
       record: () => {
         throw new Error('log sink is gone');
       },
     });
 
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     expect(result.statusCode).toBe(200);
   });
@@ -698,21 +680,21 @@ describe('events made by hand', () => {
     const event = tokenEvent(request());
     event.headers = undefined as unknown as typeof event.headers;
 
-    const result = await handle(event);
+    const result = await idp.handle(event);
 
     expect(result.statusCode).toBe(400);
     expect(bodyOf(result)).toEqual({
       code: 'invalid_request',
       description: 'The event is not an API Gateway HTTP API request: headers must be an object of strings',
     });
-    expect(server.received).toHaveLength(0);
+    expect(idp.server.received).toHaveLength(0);
   });
 
   it('reads the content type whatever the case of its header name', async () => {
     const event = tokenEvent(new URLSearchParams(request() as Record<string, string>).toString(), { contentType: null });
     event.headers['Content-Type'] = 'application/x-www-form-urlencoded';
 
-    const result = await handle(event);
+    const result = await idp.handle(event);
 
     expect(result.statusCode).toBe(200);
   });
@@ -722,7 +704,7 @@ describe('events made by hand', () => {
     event.routeKey = '$default';
     event.requestContext = undefined as unknown as typeof event.requestContext;
 
-    const result = await handle(event);
+    const result = await idp.handle(event);
 
     expect(result.statusCode).toBe(404);
   });
@@ -731,9 +713,9 @@ describe('events made by hand', () => {
     const event = tokenEvent(request());
     (event as unknown as Record<string, unknown>).routeKey = { injected: true };
 
-    await handle(event);
+    await idp.handle(event);
 
-    expect(observed.records[0]?.route).toBe('-');
+    expect(idp.observed.records[0]?.route).toBe('-');
   });
 });
 
@@ -742,14 +724,14 @@ describe('403 token_url_not_allowed at connect time', () => {
     // Prepare: a permit that says yes to the policy's check and no to the agent's, as when a name
     // passes the policy and then resolves to an internal address
     let answers = 0;
-    handle = createHandler(
-      withPermit(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), 'allows-once', () => ++answers === 1),
-      observed,
+    idp.handle = createHandler(
+      withPermit(loadConfig({ TOKEN_URL_ALLOWLIST: idp.server.origin }), 'allows-once', () => ++answers === 1),
+      idp.observed,
     );
-    const connectionsBefore = server.connections;
+    const connectionsBefore = idp.server.connections;
 
     // Act
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     // Assess
     expect(result.statusCode).toBe(403);
@@ -757,14 +739,14 @@ describe('403 token_url_not_allowed at connect time', () => {
       code: 'token_url_not_allowed',
       description: 'access_token_url points to an address that is not allowed',
     });
-    expect(server.connections).toBe(connectionsBefore);
-    expect(server.received).toHaveLength(0);
+    expect(idp.server.connections).toBe(connectionsBefore);
+    expect(idp.server.received).toHaveLength(0);
   });
 });
 
 describe('a JSON body labelled as a form', () => {
   it('says the content type is wrong instead of reporting every field missing', async () => {
-    const result = await handle(tokenEvent(request(), { contentType: 'application/x-www-form-urlencoded' }));
+    const result = await idp.handle(tokenEvent(request(), { contentType: 'application/x-www-form-urlencoded' }));
 
     expect(result.statusCode).toBe(400);
     expect(bodyOf(result)).toStrictEqual({
@@ -780,7 +762,7 @@ describe('events from other API Gateway set-ups', () => {
     event.routeKey = '$default';
     event.requestContext.http.path = '/my/path';
 
-    const result = await handle(event);
+    const result = await idp.handle(event);
 
     expect(result.statusCode).toBe(200);
   });
@@ -790,7 +772,7 @@ describe('events from other API Gateway set-ups', () => {
     event.routeKey = '$default';
     event.requestContext.stage = 'prod';
 
-    const result = await handle(event);
+    const result = await idp.handle(event);
 
     expect(result.statusCode).toBe(200);
   });
@@ -808,11 +790,11 @@ describe('events from other API Gateway set-ups', () => {
     event.requestContext.stage = stage;
 
     // Act
-    const result = await handle(event);
+    const result = await idp.handle(event);
 
     // Assess
     expect(result.statusCode).toBe(404);
-    expect(server.received).toHaveLength(0);
+    expect(idp.server.received).toHaveLength(0);
   });
 });
 
@@ -823,7 +805,7 @@ describe('prototype pollution attempts', () => {
     const blank = {} as Record<string, unknown>;
     expect([blank.client_secret, blank.access_token_url, blank.polluted]).toEqual([undefined, undefined, undefined]);
   };
-  const tokenUrl = () => JSON.stringify(`${server.origin}/oauth2/token`);
+  const tokenUrl = () => JSON.stringify(`${idp.server.origin}/oauth2/token`);
 
   it.each([
     [
@@ -843,24 +825,24 @@ describe('prototype pollution attempts', () => {
     ],
   ])('answers a JSON body carrying %s as if the field were missing', async (_case, body, description) => {
     // Act
-    const result = await handle(tokenEvent(body()));
+    const result = await idp.handle(tokenEvent(body()));
 
     // Assess
     expect(result.statusCode).toBe(400);
     expect(bodyOf(result)).toStrictEqual({ code: 'invalid_request', description });
-    expect(server.received).toHaveLength(0);
+    expect(idp.server.received).toHaveLength(0);
     expectPrototypeClean();
   });
 
   it('answers a form body carrying __proto__ and constructor[prototype] keys as if the secret were missing', async () => {
     // Prepare
-    const form = new URLSearchParams({ client_id: 'service-a', access_token_url: `${server.origin}/oauth2/token` });
+    const form = new URLSearchParams({ client_id: 'service-a', access_token_url: `${idp.server.origin}/oauth2/token` });
     form.append('__proto__[client_secret]', 'from-proto');
     form.append('__proto__', 'client_secret=from-proto');
     form.append('constructor[prototype][client_secret]', 'from-proto');
 
     // Act
-    const result = await handle(tokenEvent(form.toString(), { contentType: 'application/x-www-form-urlencoded' }));
+    const result = await idp.handle(tokenEvent(form.toString(), { contentType: 'application/x-www-form-urlencoded' }));
 
     // Assess
     expect(result.statusCode).toBe(400);
@@ -873,20 +855,20 @@ describe('prototype pollution attempts', () => {
     const body = `{"__proto__":{"scope":"admin","audience":"evil"},"client_id":"service-a","client_secret":"s","access_token_url":${tokenUrl()}}`;
 
     // Act
-    const result = await handle(tokenEvent(body));
+    const result = await idp.handle(tokenEvent(body));
 
     // Assess
     expect(result.statusCode).toBe(200);
-    expect(Object.fromEntries(server.received[0]?.form ?? [])).toEqual({ grant_type: 'client_credentials' });
+    expect(Object.fromEntries(idp.server.received[0]?.form ?? [])).toEqual({ grant_type: 'client_credentials' });
     expectPrototypeClean();
   });
 
   it('refuses an IdP answer carrying __proto__ as unusable (wreck refuses to parse it)', async () => {
     // Prepare
-    server.answer(json(200, '{"access_token":"x","__proto__":{"polluted":true}}'));
+    idp.server.answer(json(200, '{"access_token":"x","__proto__":{"polluted":true}}'));
 
     // Act
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     // Assess
     expect(result.statusCode).toBe(502);
@@ -900,10 +882,10 @@ describe('prototype pollution attempts', () => {
   it('returns an IdP answer carrying constructor.prototype as plain data, exactly as sent', async () => {
     // Prepare
     const answer = '{"access_token":"x","constructor":{"prototype":{"polluted":true}}}';
-    server.answer(json(200, answer));
+    idp.server.answer(json(200, answer));
 
     // Act
-    const result = await handle(tokenEvent(request()));
+    const result = await idp.handle(tokenEvent(request()));
 
     // Assess
     expect(result.statusCode).toBe(200);

@@ -56,10 +56,11 @@ export function createHandler(config: Config, observability: Observability = pow
       outcome: record.outcome,
       status: response.statusCode,
       latency_ms: Math.round((performance.now() - started) * 10) / 10,
-      ...(upstream.status === undefined ? {} : { idp_status: upstream.status }),
-      ...(upstream.latencyMs === undefined ? {} : { idp_latency_ms: upstream.latencyMs }),
-      ...(table.latencyMs === undefined ? {} : { cache_table_latency_ms: table.latencyMs }),
-      ...(table.error === undefined ? {} : { cache_error: table.error }),
+      // Undefined where that part never ran; a JSON log line has no such key.
+      idp_status: upstream.status,
+      idp_latency_ms: upstream.latencyMs,
+      cache_table_latency_ms: table.latencyMs,
+      cache_error: table.error,
     };
     try {
       observability.record(entry, context);

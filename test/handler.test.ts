@@ -259,6 +259,16 @@ describe('a successful exchange', () => {
     expect(JSON.stringify(idp.observed.records)).not.toContain(SECRET);
     expect(JSON.stringify(idp.observed.records)).not.toContain(DEMO_TOKEN.access_token);
   });
+
+  it('logs an answered error by its code alone: no error class or codes, which only a 500 carries', async () => {
+    idp.server.answer(json(401, { error: 'invalid_client' }));
+
+    await idp.handle(tokenEvent(request()));
+
+    expect(idp.observed.records[0]).toMatchObject({ outcome: 'unauthorized', status: 401, idp_status: 401 });
+    expect(idp.observed.records[0]?.error_name).toBeUndefined();
+    expect(idp.observed.records[0]?.error_codes).toBeUndefined();
+  });
 });
 
 describe('400 invalid_request', () => {
@@ -707,6 +717,21 @@ describe('events made by hand', () => {
     const result = await idp.handle(event);
 
     expect(result.statusCode).toBe(404);
+  });
+
+  it.each([
+    ['kept at 64 characters', 64, `POST /${'r'.repeat(58)}`],
+    ['"-" beyond 64 characters', 65, '-'],
+  ])('logs a route key of a direct invoke %s', async (_case, length, logged) => {
+    // Prepare: a token route by its method and path, whatever its route key says
+    const event = tokenEvent(request());
+    event.routeKey = `POST /${'r'.repeat(length - 6)}`;
+
+    // Act
+    await idp.handle(event);
+
+    // Assess
+    expect(idp.observed.records[0]?.route).toBe(logged);
   });
 
   it('logs "-" as the route of a direct invoke whose route key is not a string', async () => {

@@ -31,7 +31,7 @@ export default tseslint.config(
   {
     // Tests load modules without types (simple-oauth2's internals, joi), and bench workers the
     // bundle under measurement, with require.
-    files: ['test/**/*.ts', 'bench/workers/*.ts', 'jest.config.js', 'jest.mutation.config.js'],
+    files: ['test/**/*.ts', 'test/support/*.js', 'bench/workers/*.ts', 'jest.config.js', 'jest.mutation.config.js'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );

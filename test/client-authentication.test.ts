@@ -370,28 +370,30 @@ describe('resource (RFC 8707)', () => {
     });
   });
 
+  const NOT_URIS = 'resource must be absolute URIs without a fragment (RFC 8707 2), at most 2048 characters each';
+  const NOT_STRINGS = 'resource must be a string or an array of strings';
   it.each([
-    ['a relative reference', '/orders'],
-    ['a bare host name', 'api.example.com'],
-    ['a fragment', 'https://api.example.com/#orders'],
-    ['a space', 'https://api.example.com/a b'],
-    ['a bad percent-escape', 'https://api.example.com/%zz'],
-    ['a non-ASCII character', 'https://api.example.com/ü'],
-    ['nothing after the scheme', 'https:'],
-    ['an empty string', ''],
-    ['more than 2048 characters', `https://api.example.com/${'a'.repeat(2025)}`],
-    ['an empty array', []],
-    ['an array holding a number', ['https://api.example.com/', 7]],
-    ['an array holding a fragment', ['https://api.example.com/', 'https://api.example.com/#x']],
-    ['a number', 42],
-    ['an object', { uri: 'https://api.example.com/' }],
-  ])('refuses %s with a 400 naming resource', async (_name, resource) => {
+    ['a relative reference', '/orders', NOT_URIS],
+    ['a bare host name', 'api.example.com', NOT_URIS],
+    ['a fragment', 'https://api.example.com/#orders', NOT_URIS],
+    ['a space', 'https://api.example.com/a b', NOT_URIS],
+    ['a bad percent-escape', 'https://api.example.com/%zz', NOT_URIS],
+    ['a non-ASCII character', 'https://api.example.com/ü', NOT_URIS],
+    ['nothing after the scheme', 'https:', NOT_URIS],
+    ['an empty string', '', NOT_URIS],
+    ['more than 2048 characters', `https://api.example.com/${'a'.repeat(2025)}`, NOT_URIS],
+    ['an empty array', [], 'resource must not be an empty array'],
+    ['an array holding a number', ['https://api.example.com/', 7], NOT_STRINGS],
+    ['an array holding a fragment', ['https://api.example.com/', 'https://api.example.com/#x'], NOT_URIS],
+    ['a number', 42, NOT_STRINGS],
+    ['an object', { uri: 'https://api.example.com/' }, NOT_STRINGS],
+  ])('refuses %s with a 400 naming the rule', async (_name, resource, description) => {
     // Act
     const result = await idp.handle(tokenEvent(request({ resource })));
 
     // Assess
     expect(result.statusCode).toBe(400);
-    expect(bodyOf(result)).toEqual({ code: 'invalid_request', description: expect.stringMatching(/^resource /) });
+    expect(bodyOf(result)).toStrictEqual({ code: 'invalid_request', description });
     expect(idp.server.received).toHaveLength(0);
   });
 

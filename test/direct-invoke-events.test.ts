@@ -88,6 +88,19 @@ describe('a token route event API Gateway could never have sent', () => {
     expect(server.received).toHaveLength(0);
   });
 
+  it('reads an event without isBase64Encoded as one whose body is sent as it is', async () => {
+    // Prepare
+    const event: Record<string, unknown> = { ...tokenEvent(validBody()) };
+    delete event.isBase64Encoded;
+
+    // Act
+    const result = await invoke(event);
+
+    // Assess
+    expect(result).toEqual(await invoke({ ...tokenEvent(validBody()), isBase64Encoded: false }));
+    expect(bodyOf(result).description).not.toBe('isBase64Encoded must be a boolean');
+  });
+
   it('reads a body of null as no body at all', async () => {
     // Act
     const result = await invoke(withField('body', null));

@@ -380,6 +380,13 @@ describe('400 invalid_request', () => {
     await invalid(tokenEvent(request({ [field]: value })), description);
   });
 
+  it('accepts a one-character audience', async () => {
+    const result = await idp.handle(tokenEvent(request({ audience: 'a' })));
+
+    expect(result.statusCode).toBe(200);
+    expect(idp.server.received[0]?.form.get('audience')).toBe('a');
+  });
+
   it('accepts the longest allowed client_id, client_secret and audience, and an empty secret', async () => {
     const longest = await idp.handle(
       tokenEvent(request({ client_id: 'i'.repeat(256), client_secret: 's'.repeat(1024), audience: 'a'.repeat(2048) })),
@@ -452,7 +459,7 @@ describe('413 payload_too_large', () => {
     const result = await idp.handle(tokenEvent(padded(64 * 1024 + 1)));
 
     expect(result.statusCode).toBe(413);
-    expect(bodyOf(result).code).toBe('payload_too_large');
+    expect(bodyOf(result)).toStrictEqual({ code: 'payload_too_large', description: 'The request body must be at most 65536 bytes' });
     expect(idp.server.received).toHaveLength(0);
   });
 
@@ -770,8 +777,11 @@ describe('403 token_url_not_allowed at connect time', () => {
 });
 
 describe('a JSON body labelled as a form', () => {
-  it('says the content type is wrong instead of reporting every field missing', async () => {
-    const result = await idp.handle(tokenEvent(request(), { contentType: 'application/x-www-form-urlencoded' }));
+  it.each([
+    ['as curl -d sends it', (body: string) => body],
+    ['after leading whitespace', (body: string) => `\n  ${body}`],
+  ])('says the content type is wrong instead of reporting every field missing, %s', async (_case, shape) => {
+    const result = await idp.handle(tokenEvent(shape(JSON.stringify(request())), { contentType: 'application/x-www-form-urlencoded' }));
 
     expect(result.statusCode).toBe(400);
     expect(bodyOf(result)).toStrictEqual({

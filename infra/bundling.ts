@@ -8,6 +8,9 @@ export const LAMBDA_ENTRY = path.join(ROOT, 'lambda', 'handler.ts');
 /** Replaces `debug` in the bundle so no environment variable can make simple-oauth2 print a secret. */
 export const SILENT_DEBUG = path.join(ROOT, 'lambda', 'silent-debug.ts');
 
+/** Replaces `zlib` in the bundle so Node's zlib loads on first use, not in every cold start. */
+export const DEFERRED_ZLIB = path.join(ROOT, 'lambda', 'deferred-zlib.ts');
+
 /** Syntax level of the bundle: the stack's Lambda runtime (a test holds them together). */
 export const BUNDLE_TARGET = 'node24';
 
@@ -25,7 +28,7 @@ export function lambdaBuildOptions(outfile: string) {
     target: BUNDLE_TARGET,
     minify: true,
     sourcemap: true,
-    alias: { debug: SILENT_DEBUG },
+    alias: { debug: SILENT_DEBUG, zlib: DEFERRED_ZLIB },
     // The AWS SDK ships in the runtime, and only the shared cache tier loads it (lazily, when it is on).
     external: ['@aws-sdk/*'],
     logLevel: 'warning' as const,

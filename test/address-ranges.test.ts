@@ -1,12 +1,19 @@
 import { canonicalAddress, isLoopback, isPublicUnicast } from '../lambda/address-ranges';
 
 describe('isPublicUnicast', () => {
-  it.each(['8.8.8.8', '1.1.1.1', '2606:4700::1111', '2a00:1450:4009::200e', '::ffff:8.8.8.8', '64:ff9b::808:808'])(
-    'accepts the globally routable %s',
-    (address) => {
-      expect(isPublicUnicast(address)).toBe(true);
-    },
-  );
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '2606:4700::1111',
+    '2a00:1450:4009::200e',
+    '::ffff:8.8.8.8',
+    '64:ff9b::808:808',
+    // Both ends of 2000::/3.
+    '2000::1',
+    '3fff:ffff::1',
+  ])('accepts the globally routable %s', (address) => {
+    expect(isPublicUnicast(address)).toBe(true);
+  });
 
   it.each([
     ['loopback', '127.0.0.1'],
@@ -34,7 +41,12 @@ describe('isPublicUnicast', () => {
     ['NAT64 of loopback', '64:ff9b::7f00:1'],
     ['local-use NAT64', '64:ff9b:1::a00:1'],
     ['IPv4-compatible (deprecated) loopback', '::7f00:1'],
-    ['unassigned IPv6 outside 2000::/3', '4000::1'],
+    ['unassigned IPv6 above 2000::/3', '4000::1'],
+    ['unassigned IPv6 below 2000::/3', '1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff'],
+    ['local-use NAT64 of a public address', '64:ff9b:1::808:808'],
+    ['a public address under a prefix one group off NAT64 (first group)', '65:ff9b::808:808'],
+    ['a public address under a prefix one group off NAT64 (second group)', '64:ff9a::808:808'],
+    ['a public address under 64:ff9b:: outside its /96', '64:ff9b:0:0:0:1:808:808'],
     ['6to4', '2002:7f00:1::'],
     ['Teredo', '2001::1'],
   ])('refuses %s %s', (_kind, address) => {

@@ -110,6 +110,19 @@ describe('the function bundle NodejsFunction builds', () => {
     expect(sources).toContainEqual(expect.stringMatching(/(^|\/)lambda\/silent-debug\.ts$/));
   });
 
+  it('holds lambda/deferred-zlib.ts in place of zlib, so loading it leaves node:zlib unloaded', async () => {
+    const bundle = path.join(assetDir, 'index.js');
+    const driver = `require('node:https'); const before = process.moduleLoadList.length;
+      require(${JSON.stringify(bundle)}); process.stdout.write(JSON.stringify(process.moduleLoadList.slice(before)));`;
+    const { stdout } = await run(process.execPath, ['-e', driver], { env: { PATH: process.env.PATH }, timeout: 20_000 });
+    const loaded = JSON.parse(stdout) as string[];
+
+    expect(sourcesOf(readAsset('index.js.map'))).toContainEqual(expect.stringMatching(/(^|\/)lambda\/deferred-zlib\.ts$/));
+    // The control: the bundle's other built-ins show up in the list.
+    expect(loaded).toContain('NativeModule http');
+    expect(loaded.filter((name) => /\bzlib\b/.test(name))).toEqual([]);
+  });
+
   it('answers a token request without printing the client secret, even with DEBUG=* set', async () => {
     const { output, statusCode } = await exchangeThroughBundle(path.join(assetDir, 'index.js'));
 

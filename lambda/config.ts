@@ -88,7 +88,7 @@ function getLogLevelFromEnv(value: string | undefined): LogLevel {
  * case-insensitive, `*` a wildcard (so `*` and `ht*` count too).
  */
 function assertNoSecretPrintingNodeDebug(value: string | undefined): void {
-  if (value === undefined || value.trim() === '') return;
+  if (value === undefined) return;
   const pattern = value
     .replace(/[|\\{}()[\]^$+?.]/g, '\\$&')
     .replaceAll('*', '.*')

@@ -51,8 +51,9 @@ export function powertoolsObservability(logLevel: LogLevel): Observability {
         // Emits once per instance, on its first request.
         metrics.captureColdStartMetric(context.functionName);
       }
+      // A bug is an ERROR; the IdP failing or not answering is a WARN; the rest is INFO.
       if (entry.outcome === 'internal_error') logger.error('token request', { ...entry });
-      else if (entry.status >= 500) logger.warn('token request', { ...entry });
+      else if (entry.outcome === 'upstream_error' || entry.outcome === 'upstream_timeout') logger.warn('token request', { ...entry });
       else logger.info('token request', { ...entry });
 
       metrics.addDimension('outcome', entry.outcome);

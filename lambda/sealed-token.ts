@@ -48,11 +48,12 @@ export function expirySeconds(expiresAt: number): number {
  */
 export function sealEntry(keys: EntryKeys, entry: SealedEntry): Buffer {
   const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', keys.sealKey, iv, { authTagLength: TAG_BYTES });
+  // GCM's tag is TAG_BYTES long unless asked otherwise.
+  const cipher = createCipheriv('aes-256-gcm', keys.sealKey, iv);
   cipher.setAAD(associatedData(keys.itemKey, expirySeconds(entry.expiresAt)));
   const json = Buffer.from(JSON.stringify({ token: entry.token, expiresAt: entry.expiresAt, staleAt: entry.staleAt }));
   // JSON ignores trailing spaces, so padding needs no length field.
-  const plaintext = Buffer.alloc(Math.ceil((json.length + 1) / PAD_BYTES) * PAD_BYTES, ' ');
+  const plaintext = Buffer.alloc(Math.ceil(json.length / PAD_BYTES) * PAD_BYTES, ' ');
   json.copy(plaintext);
   const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
   return Buffer.concat([Buffer.of(FORMAT_VERSION), iv, ciphertext, cipher.getAuthTag()]);
@@ -63,37 +64,24 @@ export function sealEntry(keys: EntryKeys, entry: SealedEntry): Buffer {
  * expiry: a wrong secret, a tampered, truncated or foreign value. Never throws.
  */
 export function openEntry(keys: EntryKeys, sealed: Uint8Array, expiresAtSeconds: number): SealedEntry | undefined {
-  if (sealed.length < 1 + IV_BYTES + TAG_BYTES + 1 || sealed[0] !== FORMAT_VERSION) return undefined;
+  // No length check: a value too short to hold an IV and a tag fails GCM's check below like any
+  // other forgery (the decipher takes a tag of TAG_BYTES only, so it is never a truncated one).
+  if (sealed[0] !== FORMAT_VERSION) return undefined;
   const iv = sealed.subarray(1, 1 + IV_BYTES);
   const ciphertext = sealed.subarray(1 + IV_BYTES, sealed.length - TAG_BYTES);
-  let plaintext: string;
   try {
     const decipher = createDecipheriv('aes-256-gcm', keys.sealKey, iv, { authTagLength: TAG_BYTES });
     decipher.setAAD(associatedData(keys.itemKey, expiresAtSeconds));
     decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
-    plaintext = Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
+    const plaintext = Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
+    // What opens was sealed by sealEntry under this key, so it is an entry as sealEntry wrote it; a
+    // later format gets another FORMAT_VERSION.
+    return JSON.parse(plaintext) as SealedEntry;
   } catch {
     return undefined;
   }
-  return entryFrom(plaintext);
 }
 
 function associatedData(itemKey: string, expiresAtSeconds: number): Buffer {
   return Buffer.from(`${DOMAIN}\0${itemKey}\0${expiresAtSeconds}`);
-}
-
-// Only reached for a value this key sealed, so a failed check means a bug or a format change, not an attack.
-function entryFrom(plaintext: string): SealedEntry | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(plaintext);
-  } catch {
-    return undefined;
-  }
-  const { token, expiresAt, staleAt } = (parsed ?? {}) as Record<string, unknown>;
-  if (typeof token !== 'object' || token === null || Array.isArray(token)) return undefined;
-  const accessToken = (token as Record<string, unknown>).access_token;
-  if (typeof accessToken !== 'string' || accessToken === '') return undefined;
-  if (typeof expiresAt !== 'number' || typeof staleAt !== 'number' || !(staleAt <= expiresAt)) return undefined;
-  return { token: token as IdpToken, expiresAt, staleAt };
 }

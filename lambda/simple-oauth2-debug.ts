@@ -16,4 +16,5 @@ function log(this: createDebug.Debugger, ...args: unknown[]): void {
   write.apply(this, args);
 }
 
-Object.defineProperty(createDebug, 'log', { value: log, writable: false, enumerable: true, configurable: true });
+// Neither assignable nor redefinable, so nothing later in the process can put the old writer back.
+Object.defineProperty(createDebug, 'log', { value: log, writable: false, configurable: false });

@@ -165,72 +165,96 @@ describe('private_key_jwt on the wire', () => {
 describe('client assertions refused before any connection, with a 400 naming the field', () => {
   const header = { alg: 'ES256', typ: 'JWT' };
   const claims = { iss: 'service-a', sub: 'service-a' };
+  // The descriptions are the caller's only clue to what is wrong, so each is pinned whole.
+  const NOT_COMPACT = 'client_assertion must be a compact JWS: three non-empty base64url segments separated by dots';
+  const BAD_HEADER = 'client_assertion must have a JOSE header that is a JSON object with a signing alg';
+  const BAD_PAYLOAD = 'client_assertion must have a payload that is a JSON object (the JWT claims)';
+  const ONLY_PRIVATE_KEY_JWT =
+    'client_assertion is only for token_endpoint_auth_method private_key_jwt (leave the method out, or send that)';
   const cases: [string, () => Record<string, unknown>, string][] = [
     [
       'client_assertion with client_secret_basic',
       () => assertionRequest(undefined, { token_endpoint_auth_method: 'client_secret_basic' }),
-      'client_assertion',
+      ONLY_PRIVATE_KEY_JWT,
     ],
     [
       'client_assertion with client_secret_jwt',
       () => assertionRequest(undefined, { token_endpoint_auth_method: 'client_secret_jwt' }),
-      'client_assertion',
+      ONLY_PRIVATE_KEY_JWT,
     ],
     [
       'client_assertion with client_secret_post',
       () => assertionRequest(undefined, { token_endpoint_auth_method: 'client_secret_post' }),
-      'client_assertion',
+      ONLY_PRIVATE_KEY_JWT,
     ],
-    ['client_assertion beside client_secret', () => assertionRequest(undefined, { client_secret: SECRET }), 'client_secret'],
-    ['private_key_jwt without client_assertion', () => request({ token_endpoint_auth_method: 'private_key_jwt' }), 'client_assertion'],
+    [
+      'client_assertion beside client_secret',
+      () => assertionRequest(undefined, { client_secret: SECRET }),
+      'client_secret must not be sent with client_assertion: private_key_jwt authenticates with the assertion alone',
+    ],
+    [
+      'private_key_jwt without client_assertion',
+      () => request({ token_endpoint_auth_method: 'private_key_jwt' }),
+      'client_assertion is required with token_endpoint_auth_method private_key_jwt',
+    ],
     [
       'client_assertion without client_assertion_type',
       () => assertionRequest(undefined, { client_assertion_type: undefined }),
-      'client_assertion_type',
+      'client_assertion_type is required with client_assertion',
     ],
     [
       'another client_assertion_type',
       () => assertionRequest(undefined, { client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:saml2-bearer' }),
-      'client_assertion_type',
+      'client_assertion_type must be urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
     ],
     [
       'client_assertion_type without client_assertion',
       () => request({ client_assertion_type: JWT_BEARER_ASSERTION_TYPE }),
-      'client_assertion_type',
+      'client_assertion_type is only sent with client_assertion (private_key_jwt)',
     ],
-    ['a client_assertion that is not a string', () => assertionRequest(42 as unknown as string), 'client_assertion'],
-    ['an empty client_assertion', () => assertionRequest(''), 'client_assertion'],
-    ['two segments', () => assertionRequest('eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJhIn0'), 'client_assertion'],
-    ['four segments', () => assertionRequest(`${unsignedShape(header, claims)}.x`), 'client_assertion'],
+    ['a client_assertion that is not a string', () => assertionRequest(42 as unknown as string), 'client_assertion must be a string'],
+    ['an empty client_assertion', () => assertionRequest(''), NOT_COMPACT],
+    ['two segments', () => assertionRequest('eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJhIn0'), NOT_COMPACT],
+    ['four segments', () => assertionRequest(`${unsignedShape(header, claims)}.x`), NOT_COMPACT],
     [
       'an empty signature (an unsecured JWT)',
       () => assertionRequest(`${unsignedShape(header, claims).split('.').slice(0, 2).join('.')}.`),
-      'client_assertion',
+      NOT_COMPACT,
     ],
-    ['characters outside base64url', () => assertionRequest('eyJh+GciOiJFUzI1NiJ9.eyJpc3MiOiJhIn0.c2ln'), 'client_assertion'],
+    ['characters outside base64url', () => assertionRequest('eyJh+GciOiJFUzI1NiJ9.eyJpc3MiOiJhIn0.c2ln'), NOT_COMPACT],
     [
       'a header that is not JSON',
       () => assertionRequest(`${Buffer.from('not json').toString('base64url')}.eyJpc3MiOiJhIn0.c2ln`),
-      'client_assertion',
+      BAD_HEADER,
     ],
-    ['a header that is a JSON array', () => assertionRequest(unsignedShape(['ES256'], claims)), 'client_assertion'],
-    ['a header without alg', () => assertionRequest(unsignedShape({ typ: 'JWT' }, claims)), 'client_assertion'],
-    ['alg none', () => assertionRequest(unsignedShape({ alg: 'none' }, claims)), 'client_assertion'],
-    ['a payload that is not a JSON object', () => assertionRequest(unsignedShape(header, 'claims')), 'client_assertion'],
+    ['a header that is a JSON array', () => assertionRequest(unsignedShape(['ES256'], claims)), BAD_HEADER],
+    ['a header without alg', () => assertionRequest(unsignedShape({ typ: 'JWT' }, claims)), BAD_HEADER],
+    ['alg none', () => assertionRequest(unsignedShape({ alg: 'none' }, claims)), BAD_HEADER],
+    ['alg NONE', () => assertionRequest(unsignedShape({ alg: 'NONE' }, claims)), BAD_HEADER],
+    ['an empty alg', () => assertionRequest(unsignedShape({ alg: '' }, claims)), BAD_HEADER],
+    ['an alg that is not a string', () => assertionRequest(unsignedShape({ alg: 256 }, claims)), BAD_HEADER],
+    ['a payload that is a JSON string', () => assertionRequest(unsignedShape(header, 'claims')), BAD_PAYLOAD],
+    ['a payload that is JSON null', () => assertionRequest(unsignedShape(header, null)), BAD_PAYLOAD],
+    ['a payload that is a JSON array', () => assertionRequest(unsignedShape(header, [claims])), BAD_PAYLOAD],
+    [
+      'a payload that is not JSON',
+      () => assertionRequest(`eyJhbGciOiJFUzI1NiJ9.${Buffer.from('{').toString('base64url')}.c2ln`),
+      BAD_PAYLOAD,
+    ],
     [
       'an assertion over 8 KiB',
       () => assertionRequest(unsignedShape({ ...header, x5c: ['A'.repeat(8 * 1024)] }, claims)),
-      'client_assertion',
+      'client_assertion must be at most 8192 characters',
     ],
   ];
 
-  it.each(cases)('%s', async (_name, body, field) => {
+  it.each(cases)('%s', async (_name, body, description) => {
     // Act
     const result = await idp.handle(tokenEvent(body()));
 
     // Assess
     expect(result.statusCode).toBe(400);
-    expect(bodyOf(result)).toEqual({ code: 'invalid_request', description: expect.stringMatching(new RegExp(`^${field} `)) });
+    expect(bodyOf(result)).toEqual({ code: 'invalid_request', description });
     expect(idp.server.received).toHaveLength(0);
   });
 

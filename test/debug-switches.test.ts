@@ -24,9 +24,13 @@ describe('NODE_DEBUG, which Node reads itself when the process starts', () => {
     );
   });
 
-  it.each(['fs', 'module,timer', 'httpx', 'xhttp', ' ', 'h.tp'])('starts with NODE_DEBUG=%j, which enables none of them', (value) => {
-    expect(loadConfig({ NODE_DEBUG: value }).upstreamTimeoutMs).toBe(5000);
-  });
+  // `.`, `?` and `+` are literal characters to Node, not pattern syntax.
+  it.each(['fs', 'module,timer', 'httpx', 'xhttp', '', ' ', 'h.tp', 'ht.tp', 'https?', 'tls+'])(
+    'starts with NODE_DEBUG=%j, which enables none of them',
+    (value) => {
+      expect(loadConfig({ NODE_DEBUG: value }).upstreamTimeoutMs).toBe(5000);
+    },
+  );
 });
 
 describe('DEBUG, which simple-oauth2 logs its request options through', () => {
@@ -82,6 +86,16 @@ describe('DEBUG, which simple-oauth2 logs its request options through', () => {
       expect(written.join('')).toContain('another-package still printed');
     },
   );
+
+  it('keeps its writer in place: debug.log can be neither assigned nor redefined', () => {
+    const original = createDebug.log;
+
+    expect(() => {
+      createDebug.log = () => undefined;
+    }).toThrow(TypeError);
+    expect(() => Object.defineProperty(createDebug, 'log', { value: () => undefined })).toThrow(TypeError);
+    expect(createDebug.log).toBe(original);
+  });
 });
 
 describe('silent-debug.ts, which stands in for the debug package in the deployed bundle', () => {

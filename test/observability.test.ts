@@ -108,10 +108,17 @@ describe('the log line of each request', () => {
     expect(log).not.toHaveProperty('error_codes');
   });
 
-  it('is a WARN when the IdP fails', async () => {
+  it.each([
+    ['fails', json(503, { error: 'down' }), 'upstream_error', 503],
+    // Never answered: the exchange gives up at UPSTREAM_TIMEOUT_MS.
+    ['does not answer in time', () => undefined, 'upstream_timeout', undefined],
+  ])('is a WARN when the IdP %s', async (_case, script, outcome, idpStatus) => {
     // Prepare
-    const handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), powertoolsObservability('INFO'));
-    server.answer(json(503, { error: 'down' }));
+    const handle = createHandler(
+      loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '300' }),
+      powertoolsObservability('INFO'),
+    );
+    server.answer(script);
 
     // Act
     const lines = await captureOutput(async () => {
@@ -119,7 +126,7 @@ describe('the log line of each request', () => {
     });
 
     // Assess
-    expect(requestLogs(lines).map((line) => [line.level, line.outcome, line.idp_status])).toEqual([['WARN', 'upstream_error', 503]]);
+    expect(requestLogs(lines).map((line) => [line.level, line.outcome, line.idp_status])).toEqual([['WARN', outcome, idpStatus]]);
   });
 
   it('is an ERROR naming the class and error codes of a bug, never its message', async () => {

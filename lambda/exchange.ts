@@ -30,6 +30,7 @@ export interface UpstreamReport {
 
 const MAX_ANSWER_BYTES = 1024 * 1024;
 const USER_AGENT = 'token-exchange-service';
+const BACKSTOP_GRACE_MS = 1000;
 
 /** The part of Node's agent interface a request uses to get its socket. */
 type RequestHandoff = (request: ClientRequest, options: object) => void;
@@ -167,8 +168,11 @@ export function grantConfig(request: TokenRequest, target: TokenTarget, deadline
       // decided below, by its shape and the real status.
       json: 'force',
       maxBytes: MAX_ANSWER_BYTES,
-      // A backstop only: the deadline timer aborts the whole attempt, connect to last byte.
-      timeout: Math.max(1, Math.ceil(deadline - performance.now())),
+      // A backstop only: the deadline timer aborts the whole attempt, connect to last byte. The
+      // grace keeps this one from firing first: Node runs timers on libuv's whole-millisecond loop
+      // clock, so either can fire a fraction of a millisecond before performance.now() reaches the
+      // deadline, and an abort by wreck then would read as an error the IdP caused, not a timeout.
+      timeout: Math.max(1, Math.ceil(deadline - performance.now())) + BACKSTOP_GRACE_MS,
     },
   } as const;
 }

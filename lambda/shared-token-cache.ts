@@ -83,12 +83,10 @@ export class SharedTokenCache {
     private readonly callTimeoutMs: number,
   ) {
     // Region, endpoint (AWS_ENDPOINT_URL_DYNAMODB) and credentials come the standard way, from the
-    // environment. One retry at most, and socket timeouts that throw rather than warn: a slow table
-    // must not turn into a storm of retries or a wait. Each call is also aborted at its budget.
-    this.client = new DynamoDBClient({
-      maxAttempts: 2,
-      requestHandler: { connectionTimeout: callTimeoutMs, requestTimeout: callTimeoutMs, throwOnRequestTimeout: true },
-    });
+    // environment. One retry at most: a slow table must not turn into a storm of retries. What bounds
+    // the time is each call's abort signal (TableCalls.call), retries included, so the request
+    // handler needs no socket timeouts of its own.
+    this.client = new DynamoDBClient({ maxAttempts: 2 });
     this.warmUp();
   }
 
@@ -111,8 +109,8 @@ export class SharedTokenCache {
     const kept = usable(keys, item);
     if (kept) return kept;
     if (!leased(item)) {
+      // Held until the holder's deadline, and one call beyond it for its write to land.
       const lease = await calls.takeLease(keys.itemKey, item, Date.now() + remaining(lookup) + this.callTimeoutMs);
-      if (lease === FAILED) return this.fromIdp(lookup, keys, calls);
       if (lease !== undefined) return this.fromIdp(lookup, keys, calls, lease);
     }
     return this.waitForHolder(lookup, keys, calls);
@@ -210,9 +208,11 @@ class TableCalls {
 
   /**
    * Take the lease with a conditional put: only if the item is still as it was read (absent, or the
-   * same revision). Its revision when taken; undefined when another instance was first.
+   * same revision). Its revision when taken, or when the put failed: this instance then asks the IdP
+   * as a holder would, and the request makes no more table calls, so there is no lease to give back.
+   * Undefined when another instance was first.
    */
-  async takeLease(itemKey: string, read: Item | undefined, until: number): Promise<string | undefined | Failed> {
+  async takeLease(itemKey: string, read: Item | undefined, until: number): Promise<string | undefined> {
     const revision = newRevision();
     const unchanged: Pick<PutItemCommandInput, 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> =
       read === undefined
@@ -241,7 +241,6 @@ class TableCalls {
         ),
       LOST,
     );
-    if (answer === FAILED) return FAILED;
     return answer === LOST ? undefined : revision;
   }
 
@@ -327,6 +326,6 @@ export function tableErrorName(error: unknown): string {
   // A socket's errno code says more than the class the SDK gives it (it names a reset `TimeoutError`).
   if (typeof code === 'string' && /^E[A-Z0-9_]{2,40}$/.test(code)) return code;
   // The only abort is the call timeout's.
-  if (name === 'AbortError' || name === 'TimeoutError') return 'TimeoutError';
-  return typeof name === 'string' && name !== 'Error' && /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : 'Error';
+  if (name === 'AbortError') return 'TimeoutError';
+  return typeof name === 'string' && /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : 'Error';
 }

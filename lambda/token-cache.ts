@@ -44,7 +44,8 @@ const MARGIN_FRACTION = 0.1;
  */
 export function tokenShapingFields(request: TokenRequest, tokenUrl: string): string {
   const fields = Object.entries({ ...request, accessTokenUrl: tokenUrl })
-    .filter(([name, value]) => name !== 'clientSecret' && value !== undefined)
+    .filter(([name]) => name !== 'clientSecret')
+    // Field names are unique, so no two compare equal.
     .sort(([a], [b]) => (a < b ? -1 : 1));
   return JSON.stringify(fields);
 }
@@ -150,11 +151,12 @@ export class TokenCache {
   }
 }
 
-// RFC 6749 5.1 makes expires_in a number of seconds; some IdPs send it as a numeric string.
+// RFC 6749 5.1 makes expires_in a number of seconds; some IdPs send it as a numeric string. Zero or
+// a negative number needs no check here: it is shorter than any margin, so lifetimeOf refuses it.
 function expiresInSeconds(token: IdpToken): number {
   const value = token.expires_in;
   const seconds = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
-  return typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0 ? seconds : Number.NaN;
+  return typeof seconds === 'number' && Number.isFinite(seconds) ? seconds : Number.NaN;
 }
 
 /** The kept token with `expires_in` lowered to what is left, in the type the IdP used. */

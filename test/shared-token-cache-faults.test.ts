@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tableErrorName } from '../lambda/shared-token-cache';
 import { entryKeys } from '../lambda/sealed-token';
 import { type SecretRequest, tokenShapingFields } from '../lambda/token-cache';
@@ -161,6 +162,10 @@ describe('TOKEN_CACHE=shared when the table fails', () => {
     expect(answer.statusCode).toBe(504);
     expect(bodyOf(answer).code).toBe('upstream_timeout');
     expect(server.received).toHaveLength(0);
+    // Reads 25 ms apart, doubling up to 200 ms, over 1.5 s: about ten. A busy loop would make hundreds.
+    const reads = callsFor(requestBody).filter((call) => call.operation === 'GetItem');
+    expect(reads.length).toBeGreaterThanOrEqual(4);
+    expect(reads.length).toBeLessThanOrEqual(16);
   });
 
   it('passes the IdP its answer unchanged when the table is slow and the IdP refuses', async () => {
@@ -185,6 +190,110 @@ describe('TOKEN_CACHE=shared when the table fails', () => {
 
     expect(shared.headers?.['x-token-cache']).toBe('hit');
     expect(second.records[0]?.cache).toBe('shared');
+  });
+});
+
+/** The operations (`GetItem`...) the proxy saw for a request's item, in order. */
+function callsFor(requestBody: Record<string, unknown>): { operation: string; body: Record<string, unknown> }[] {
+  const itemKey = itemKeyOf(requestBody);
+  return proxy.received
+    .filter((call) => call.body.includes(itemKey))
+    .map((call) => ({
+      operation: call.operation.replace(/^DynamoDB_20120810\./, ''),
+      body: JSON.parse(call.body) as Record<string, unknown>,
+    }));
+}
+
+describe('TOKEN_CACHE=shared: what each table call is allowed', () => {
+  it('reads the table as a new instance starts, for a key no request has, so its first request finds the SDK loaded', async () => {
+    const seenBefore = proxy.received.length;
+
+    instance();
+
+    const isWarmUp = (call: { operation: string; body: string }) =>
+      call.operation.endsWith('.GetItem') && (JSON.parse(call.body) as { Key?: { pk?: { S?: string } } }).Key?.pk?.S === 'warm-up';
+    for (let waited = 0; waited < 5000 && !proxy.received.slice(seenBefore).some(isWarmUp); waited += 20) await sleep(20);
+    // (An earlier test's instance may still be retrying its own warm-up: only this one's is counted on.)
+    expect(proxy.received.slice(seenBefore).some(isWarmUp)).toBe(true);
+  });
+
+  it('reads strongly consistent, so an entry another instance has just written is seen at once', async () => {
+    // dynalite is always consistent: what DynamoDB would do is pinned on the wire.
+    const requestBody = body('faults-client-consistent');
+
+    await instance().handle(tokenEvent(requestBody));
+
+    const reads = callsFor(requestBody).filter((call) => call.operation === 'GetItem');
+    expect(reads).toHaveLength(1);
+    expect(reads[0]?.body.ConsistentRead).toBe(true);
+  });
+
+  it('retries a failed call once, no more', async () => {
+    // A 10 s deadline gives each call 1 s: room for more than one retry, were the SDK allowed them.
+    const member = instance({ UPSTREAM_TIMEOUT_MS: '10000' });
+    proxy.set({ kind: 'error', status: 500, type: 'InternalServerError', only: 'GetItem' });
+    const requestBody = body('faults-client-one-retry');
+
+    const answer = await member.handle(tokenEvent(requestBody));
+
+    expect(answer.statusCode).toBe(200);
+    expect(member.records[0]?.cache_error).toBe('InternalServerError');
+    expect(callsFor(requestBody).map((call) => call.operation)).toEqual(['GetItem', 'GetItem']);
+  });
+
+  it('gives up on a lease write that never ends at its call limit, and answers from the IdP', async () => {
+    const member = instance();
+    proxy.set({ kind: 'hang', only: 'PutItem' });
+    const requestBody = body('faults-client-lease-hangs');
+
+    const answer = await member.handle(tokenEvent(requestBody));
+
+    expect(answer.statusCode).toBe(200);
+    expect(member.records[0]).toMatchObject({ cache: 'miss', cache_error: 'TimeoutError' });
+    expect(callsFor(requestBody).map((call) => call.operation)).toEqual(['GetItem', 'PutItem']);
+  });
+
+  it('gives up on an entry write that never ends at its call limit, once a lease held elsewhere has ended', async () => {
+    const requestBody = body('faults-client-entry-hangs');
+    await leaseHeldElsewhere(requestBody, 200);
+    const member = instance();
+    proxy.set({ kind: 'hang', only: 'PutItem' });
+
+    const answer = await member.handle(tokenEvent(requestBody));
+
+    expect(answer.statusCode).toBe(200);
+    expect(member.records[0]).toMatchObject({ cache: 'miss', cache_error: 'TimeoutError' });
+    // The waiter takes no lease of its own: its only write is the entry.
+    expect(
+      callsFor(requestBody)
+        .map((call) => call.operation)
+        .filter((operation) => operation !== 'GetItem'),
+    ).toEqual(['PutItem']);
+  });
+
+  it("gives up on giving a lease back when that never ends, and passes on the IdP's refusal", async () => {
+    const member = instance();
+    proxy.set({ kind: 'hang', only: 'DeleteItem' });
+    const requestBody = { ...body('faults-client-release-hangs'), client_secret: 'wrong' };
+
+    const answer = await member.handle(tokenEvent(requestBody));
+
+    expect(answer.statusCode).toBe(401);
+    expect(member.records[0]).toMatchObject({ outcome: 'unauthorized', cache_error: 'TimeoutError' });
+    expect(callsFor(requestBody).map((call) => call.operation)).toEqual(['GetItem', 'PutItem', 'DeleteItem']);
+  });
+
+  it('logs the time spent in table calls, to a tenth of a millisecond, within the time the request took', async () => {
+    const member = instance();
+    const started = performance.now();
+
+    await member.handle(tokenEvent(body('faults-client-latency')));
+
+    const took = performance.now() - started;
+    const latency = member.records[0]?.cache_table_latency_ms as number;
+    expect(latency).toBeGreaterThan(0);
+    expect(latency).toBeLessThanOrEqual(took);
+    expect(Number(latency.toFixed(1))).toBe(latency);
   });
 });
 
@@ -264,6 +373,13 @@ describe('the name a table failure is logged under', () => {
     ['a plain Error', new Error('Requested resource not found: Table: secret-table'), 'Error'],
     ['a class name that could carry text', Object.assign(new Error('x'), { name: 'Table secret-table not found' }), 'Error'],
     ['a thrown value that is no object', undefined, 'Error'],
+    [
+      'a code that only ends like an errno',
+      Object.assign(new Error('x'), { name: 'AccessDeniedException', code: 'xECONNRESET' }),
+      'AccessDeniedException',
+    ],
+    ['a code that only starts like an errno', Object.assign(new Error('x'), { code: 'ECONNRESET at 10.0.0.1' }), 'Error'],
+    ['a class name that is no string', Object.assign(new Error('x'), { name: 42 }), 'Error'],
   ])('is the errno code or the class, never the message: %s', (_case, error, name) => {
     expect(tableErrorName(error)).toBe(name);
   });

@@ -299,7 +299,28 @@ describe('what the table holds', () => {
 });
 
 describe('TOKEN_CACHE=shared under a burst', () => {
-  it('asks the IdP once when 8 instances miss the same token at the same moment', async () => {
+  // What the item held before the burst: each takes the lease under its own condition (absent, the
+  // same revision, no revision), which is what leaves one holder.
+  const before: [string, (itemKey: string, keys: ReturnType<typeof keysOf>) => RawItem | undefined][] = [
+    ['nothing', () => undefined],
+    [
+      'an entry within its margin of expiry',
+      (itemKey, keys) => {
+        const expiresAt = Date.now() + 60_000;
+        const token = { access_token: 'stale', expires_in: 3600 };
+        return {
+          pk: { S: itemKey },
+          sealed: { B: sealEntry(keys, { token, expiresAt, staleAt: Date.now() - 1000 }) },
+          rev: { S: 'before-the-burst' },
+          expires: { N: String(expirySeconds(expiresAt)) },
+        };
+      },
+    ],
+    ['an ended lease', (itemKey) => ({ pk: { S: itemKey }, lease: { N: String(Date.now() - 1000) }, rev: { S: 'ended' } })],
+    ['no revision, only an expiry', (itemKey) => ({ pk: { S: itemKey }, expires: { N: String(expirySeconds(Date.now() + 60_000)) } })],
+  ];
+
+  it.each(before)('asks the IdP once when 8 instances miss the same token at the same moment, the item holding %s', async (_case, item) => {
     // Prepare: 8 warm instances (each has answered once, so the SDK has loaded all of itself: in
     // Lambda each instance does that on its own CPU, here all would share one), and an IdP that takes
     // its time, as real ones do
@@ -308,7 +329,10 @@ describe('TOKEN_CACHE=shared under a burst', () => {
     server.received.length = 0;
     idp = issuingIdp({ secret: () => secret, delayMs: 200 });
     server.answer(idp);
-    const burst = body({ client_id: 'fleet-client-burst' });
+    const burst = body({ client_id: `fleet-client-burst-${_case.length}` });
+    const keys = keysOf(burst);
+    const held = item(keys.itemKey, keys);
+    if (held) await table.put(held);
 
     // Act
     const answers = await Promise.all(fleet.map((member) => member.handle(tokenEvent(burst))));
@@ -318,6 +342,25 @@ describe('TOKEN_CACHE=shared under a burst', () => {
     expect(answers.map((answer) => answer.statusCode)).toEqual(Array(8).fill(200));
     expect(new Set(answers.map((answer) => bodyOf(answer).access_token))).toEqual(new Set(['issued-1']));
     expect(fleet.map((member) => member.records[1]?.cache).sort()).toEqual(['miss', ...Array(7).fill('shared')]);
+  });
+
+  it("holds the lease for the holder's whole deadline and one table call more, so it outlives the holder's write", async () => {
+    // Prepare: an IdP slow enough to read the lease while the holder waits for it
+    idp = issuingIdp({ secret: () => secret, delayMs: 300 });
+    server.answer(idp);
+    const slow = body({ client_id: 'fleet-client-lease-length' });
+    const started = Date.now();
+
+    // Act
+    const answering = instance().handle(tokenEvent(slow));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const held = (await table.scan()).find((row) => row.pk?.S === keysOf(slow).itemKey);
+    await answering;
+
+    // Assess: UPSTREAM_TIMEOUT_MS is 10000 here, so the deadline is 10 s away and a call may take 1 s
+    const until = Number(held?.lease?.N);
+    expect(until - started).toBeGreaterThanOrEqual(10_000 + 1000 - 50);
+    expect(until - started).toBeLessThanOrEqual(10_000 + 1000 + 500);
   });
 
   it('takes over from an instance that took the lease and vanished, once its lease ends', async () => {

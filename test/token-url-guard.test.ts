@@ -296,8 +296,13 @@ describe('the guarded agents (connect-time enforcement)', () => {
     // Act
     const result = await postThrough(protocol, agentFor(protocol, PUBLIC_ONLY), { host, port: trap.port });
 
-    // Assess
+    // Assess: an error that says what was refused, by name and code as Node's own errors do
     expect(result.error).toBeInstanceOf(AddressNotAllowedError);
+    expect(result.error).toMatchObject({
+      name: 'AddressNotAllowedError',
+      code: 'ERR_ADDRESS_NOT_ALLOWED',
+      message: `${host} is not an allowed address`,
+    });
     expect(jail.attempts).toEqual([]);
     expect(jail.socketsCreated()).toBe(0);
     expect(trapHits()).toEqual([]);
@@ -460,6 +465,7 @@ describe('the connected-address check', () => {
 
     // Assess: the connection was made (so the check ran on it) and nothing was written to it.
     expect(result.error).toBeInstanceOf(AddressNotAllowedError);
+    expect((result.error as Error).message).toBe('connected to 127.0.0.1, which is not allowed');
     expect(holdingTrap.accepted.length).toBe(acceptedBefore + 1);
     expect(holdingTrap.accepted.at(-1)?.bytes).toBe(0);
   });

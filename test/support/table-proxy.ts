@@ -4,15 +4,17 @@ import type { AddressInfo, Socket } from 'node:net';
 
 /**
  * How the proxy treats the next requests: pass them through, pass them late, never answer, cut the
- * connection, or answer a DynamoDB error itself (status and `__type`, as DynamoDB sends them), to
- * every request or `only` to one operation.
+ * connection, or answer a DynamoDB error itself (status and `__type`, as DynamoDB sends them). Never
+ * answering and the errors apply to every request, or `only` to one operation.
  */
 export type ProxyMode =
   | { kind: 'pass' }
   | { kind: 'delay'; ms: number }
-  | { kind: 'hang' }
+  | { kind: 'hang'; only?: Operation }
   | { kind: 'reset' }
-  | { kind: 'error'; status: number; type: string; only?: 'GetItem' | 'PutItem' | 'DeleteItem' };
+  | { kind: 'error'; status: number; type: string; only?: Operation };
+
+type Operation = 'GetItem' | 'PutItem' | 'DeleteItem';
 
 export interface TableProxy {
   /** `http://127.0.0.1:PORT`, for AWS_ENDPOINT_URL_DYNAMODB. */
@@ -36,12 +38,13 @@ export async function startTableProxy(target: string): Promise<TableProxy> {
       seen.body += chunk.toString('utf8');
     });
     const current = mode;
-    if (current.kind === 'hang') return;
+    const applies = !('only' in current) || current.only === undefined || seen.operation.endsWith(`.${current.only}`);
+    if (current.kind === 'hang' && applies) return;
     if (current.kind === 'reset') {
       incoming.socket.destroy();
       return;
     }
-    if (current.kind === 'error' && (current.only === undefined || seen.operation.endsWith(`.${current.only}`))) {
+    if (current.kind === 'error' && applies) {
       incoming.resume();
       outgoing.writeHead(current.status, { 'content-type': 'application/x-amz-json-1.0' });
       outgoing.end(JSON.stringify({ __type: `com.amazonaws.dynamodb.v20120810#${current.type}`, message: 'scripted by the test proxy' }));

@@ -44,7 +44,7 @@ const DEFAULT_PORT = { 'https:': '443', 'http:': '80' } as const;
  * `*.`). Throws a message naming the variable and the bad entry.
  */
 export function parseAllowlist(value: string | undefined): AllowlistEntry[] {
-  if (value === undefined || value.trim() === '') return [];
+  if (value === undefined) return [];
   return value
     .split(',')
     .map((text) => text.trim())
@@ -66,7 +66,8 @@ function parseEntry(text: string): AllowlistEntry {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') fail('it must start with https:// or http://');
   if (url.username || url.password) fail('user-info is not allowed');
-  if (url.search || url.hash || text.includes('?') || text.includes('#')) fail('query and fragment are not allowed');
+  // The text, not the parsed URL: an empty query (`?`) or fragment (`#`) parses to ''.
+  if (text.includes('?') || text.includes('#')) fail('query and fragment are not allowed');
   const host = stripBrackets(url.hostname);
   if (wildcard && (isIP(host) !== 0 || !host.includes('.'))) fail('*. must precede a domain with at least two labels');
   if (host.split('.').some((label) => label === '')) fail('the host has an empty label');
@@ -116,9 +117,10 @@ export function checkTokenUrl(raw: string, allowlist: readonly AllowlistEntry[])
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     throw tokenUrlNotAllowed('access_token_url must use https');
   }
-  // An `@` anywhere is refused, not only in the authority: it is where URL parsers disagree about
-  // the host (`https://good.example?@127.0.0.1`), and token URLs have no use for it.
-  if (url.username !== '' || url.password !== '' || raw.includes('@')) {
+  // An `@` anywhere is refused, not only in the authority (where user-info needs one): it is where
+  // URL parsers disagree about the host (`https://good.example?@127.0.0.1`), and token URLs have no
+  // use for it.
+  if (raw.includes('@')) {
     throw tokenUrlNotAllowed('access_token_url must not contain user-info');
   }
   if (raw.includes('#')) throw tokenUrlNotAllowed('access_token_url must not contain a fragment');
@@ -149,8 +151,10 @@ export function checkTokenUrl(raw: string, allowlist: readonly AllowlistEntry[])
 function matches(entry: AllowlistEntry, url: URL, host: string): boolean {
   if (url.protocol !== entry.protocol) return false;
   if ((url.port || DEFAULT_PORT[entry.protocol]) !== entry.port) return false;
+  // No IP address ends with a wildcard entry's domain: a host whose last label is a number is read
+  // as IPv4 by the URL parser, so no entry that parsed ends in one.
   const hostMatches = entry.wildcard
-    ? host.endsWith(`.${entry.host}`) && isIP(host) === 0
+    ? host.endsWith(`.${entry.host}`)
     : host === entry.host || (isIP(host) !== 0 && isIP(entry.host) !== 0 && canonicalAddress(host) === canonicalAddress(entry.host));
   return hostMatches && pathStartsWith(url.pathname, entry.pathPrefix);
 }

@@ -51,6 +51,12 @@ describe('parseAllowlist', () => {
     expect(entry?.permit).toBe(PUBLIC_ONLY);
   });
 
+  it('reads an entry as a wildcard only when *. leads its host, not when it appears in its path', () => {
+    const [entry] = parseAllowlist('https://idp.example.com/tenants/https://*.example.net');
+
+    expect(entry).toMatchObject({ host: 'idp.example.com', wildcard: false, pathPrefix: '/tenants/https://*.example.net' });
+  });
+
   it('reads several entries, trimming blanks, lower-casing scheme and host but keeping the path', () => {
     // Act
     const entries = parseAllowlist(' HTTPS://LOGIN.Example.COM/OAuth2/ ,, http://127.0.0.1:8080 ,https://*.a-b.example:8443/x');
@@ -228,6 +234,9 @@ describe('checkTokenUrl with IP literal entries', () => {
     ['http://127.0.0.2:8080/token', 'http://127.0.0.1:8080', false],
     ['http://[::ffff:127.0.0.1]:8080/token', 'http://127.0.0.1:8080', true],
     ['http://[::ffff:7f00:1]:8080/token', 'http://127.0.0.1:8080', true],
+    // An address is never compared with a name as if both were addresses.
+    ['https://8.8.8.8/token', 'https://dns.example.com', false],
+    ['https://[2001:4860:4860::8888]/token', 'https://dns.example.com', false],
   ])('decides %s against %s: admitted %s', (url, allowlist, admitted) => {
     expect(decide(url, allowlist)).toEqual(admitted ? 'accepted' : REFUSED.notListed);
   });

@@ -215,8 +215,9 @@ function tokenParams(request: TokenRequest): Record<string, string | readonly st
 function checkAnswer(answer: unknown, attempt: UpstreamAttempt): IdpToken {
   // Resolved means a response arrived, so its status was recorded.
   const status = attempt.status as number;
-  // A 3xx (redirects are not followed) is no token, whatever its body.
-  if (status < 200 || status >= 300) throw upstreamError();
+  // A 3xx (redirects are not followed) is no token, whatever its body. No 1xx gets here: Node hands
+  // 100 and 102-199 to 'information', and fails a request answered 101 that asked for no upgrade.
+  if (status >= 300) throw upstreamError();
   // simple-oauth2 has already refused a null, false, 0 or empty answer; any other JSON value that is
   // not an object (an array, a string, a number, true) has no access_token.
   const accessToken = (answer as Record<string, unknown>).access_token;
@@ -233,8 +234,9 @@ function checkAnswer(answer: unknown, attempt: UpstreamAttempt): IdpToken {
  */
 function classifyFailure(error: unknown, attempt: UpstreamAttempt, deadline: number): ExchangeError {
   if (attempt.timedOut || performance.now() >= deadline) return new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION);
-  if (causeChain(error).some((cause) => cause instanceof AddressNotAllowedError))
-    return tokenUrlNotAllowed(ADDRESS_NOT_ALLOWED_DESCRIPTION);
+  // The guard's refusal is the request's own error, which wreck and simple-oauth2 pass on as it is
+  // (Boom decorates it in place), so no cause chain needs walking.
+  if (error instanceof AddressNotAllowedError) return tokenUrlNotAllowed(ADDRESS_NOT_ALLOWED_DESCRIPTION);
   const status = attempt.status;
   if (status !== undefined && status >= 400 && status < 500) return new ExchangeError('unauthorized', UNAUTHORIZED_DESCRIPTION);
   // No connection, a reset, a TLS failure, an oversized or unparsable answer, a 3xx or a 5xx.

@@ -538,6 +538,18 @@ describe('502 upstream_error', () => {
     expect(idp.server.received.map((received) => received.url)).toEqual(['/oauth2/token']);
   });
 
+  it('when the IdP answers 101 Switching Protocols to a request that asked for no upgrade, even with a token after it', async () => {
+    idp.server.answer((_request, response) => {
+      const token = JSON.stringify(DEMO_TOKEN);
+      const socket = response.socket;
+      const raw = `HTTP/1.1 101 Switching Protocols\r\ncontent-type: application/json\r\ncontent-length: ${token.length}\r\n\r\n${token}`;
+      // Closed both ways, so the next test's request cannot land on it.
+      socket?.end(raw, () => socket.destroy());
+    });
+    await expectUpstreamError();
+    expect(idp.server.received).toHaveLength(1);
+  });
+
   it.each([300, 301, 303, 304, 307, 308])('when the IdP answers %i, even with a token in the body', async (status) => {
     idp.server.answer(json(status, status === 304 ? '' : DEMO_TOKEN, { location: `${idp.server.origin}/elsewhere` }));
     await expectUpstreamError();

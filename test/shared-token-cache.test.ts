@@ -361,6 +361,21 @@ describe('TOKEN_CACHE=shared under a burst', () => {
     const until = Number(held?.lease?.N);
     expect(until - started).toBeGreaterThanOrEqual(10_000 + 1000 - 50);
     expect(until - started).toBeLessThanOrEqual(10_000 + 1000 + 500);
+    // DynamoDB's TTL is in epoch seconds: the lease's item is removed once the lease has ended.
+    expect(Number(held?.expires?.N)).toBe(Math.ceil(until / 1000));
+  });
+
+  it("stores an entry with its DynamoDB TTL in epoch seconds, at the end of the token's lifetime", async () => {
+    const stored = body({ client_id: 'fleet-client-ttl' });
+    const started = Date.now();
+
+    await instance().handle(tokenEvent(stored));
+
+    // The IdP's token says expires_in 3600.
+    const item = (await table.scan()).find((row) => row.pk?.S === keysOf(stored).itemKey);
+    const expires = Number(item?.expires?.N);
+    expect(expires).toBeGreaterThanOrEqual(Math.floor(started / 1000) + 3600);
+    expect(expires).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 3600);
   });
 
   it('takes over from an instance that took the lease and vanished, once its lease ends', async () => {

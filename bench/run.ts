@@ -2,15 +2,16 @@
 // (nothing else is ever contacted) and rewrites the generated part of docs/BENCHMARKS.md.
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { availableParallelism, cpus, loadavg, release, tmpdir, type } from 'node:os';
+import { availableParallelism, cpus, loadavg, release, type } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
 import { BUNDLE_TARGET, lambdaBuildOptions } from '../infra/bundling';
 import { fleetScenario } from './fleet';
+import { ms, row, type Summary, summarize, table } from './report';
 import { BENCH_TOKEN } from './workers/calls';
 import type { ColdResult } from './workers/cold';
 import type { WarmResult } from './workers/warm';
@@ -37,8 +38,12 @@ function workerNode(): string {
 }
 const WORKER_NODE = workerNode();
 const WORKER_NODE_VERSION = execFileSync(WORKER_NODE, ['--version'], { encoding: 'utf8' }).trim();
-// Holds the certificate, the bundle and the workers; removed however the bench ends.
-const dir = mkdtempSync(join(tmpdir(), 'token-bench-'));
+// Holds the certificate, the bundle and the workers; removed however the bench ends. Under the
+// repository, so the bundle's external `@aws-sdk/*` resolves to node_modules, as in Lambda it
+// resolves to the runtime's own copy.
+const CACHE_DIR = join(__dirname, '..', 'node_modules', '.cache');
+mkdirSync(CACHE_DIR, { recursive: true });
+const dir = mkdtempSync(join(CACHE_DIR, 'token-bench-'));
 
 interface Bench {
   /** The workers' whole environment: nothing is inherited, so no NODE_OPTIONS or DEBUG of the shell changes what is measured. */
@@ -49,31 +54,12 @@ interface Bench {
   connections: () => number;
 }
 
-interface Summary {
-  n: number;
-  p50: number;
-  p95: number;
-}
-
 const verdicts: { measure: string; measured: string; target: string; pass?: boolean }[] = [];
 /** Record one line of the targets table; `pass` undefined for a figure that is only reported. */
 const verdict = (measure: string, measured: string, target: string, pass?: boolean): number =>
   verdicts.push({ measure, measured, target, pass });
 
-/** Nearest-rank percentiles: each figure is a time really observed. */
-function summarize(samples: readonly number[] = []): Summary {
-  if (samples.length === 0) throw new Error('no samples');
-  const sorted = [...samples].sort((a, b) => a - b);
-  const rank = (p: number): number => sorted[Math.ceil(p * sorted.length) - 1] as number;
-  return { n: sorted.length, p50: rank(0.5), p95: rank(0.95) };
-}
-
-const ms = (value: number): string => value.toFixed(value < 1 ? 3 : value < 10 ? 2 : 1);
 const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-const row = (...cells: (string | number)[]): string => `| ${cells.join(' | ')} |`;
-/** A markdown table; every column after the first right-aligned when `numeric`. */
-const table = (head: string[], rows: string[], numeric = true): string =>
-  [row(...head), row(...head.map((_, i) => (i > 0 && numeric ? '---:' : '---'))), ...rows].join('\n');
 
 /** Run a built worker in a fresh `node` with exactly `env`; its result comes back on fd 3. */
 function runNode(file: string, env: Record<string, string>): Promise<unknown> {
@@ -257,8 +243,8 @@ async function main(): Promise<void> {
       () => warmScenario(bench),
       () => coldScenario(bench),
       () => bundleScenario(bench),
-      // The shared token cache across K instances; about three minutes (alone: npm run bench:fleet).
-      () => fleetScenario(),
+      // The shared token cache across K instances: most of the run's time.
+      () => fleetScenario(bench.bundlePath, WORKER_NODE, verdict),
     ];
     const sections: string[] = [];
     try {
@@ -290,6 +276,7 @@ ${table(
 )}
 
 ${sections.join('\n\n')}
+
 ${END}`;
   const previous = existsSync(REPORT_PATH) ? readFileSync(REPORT_PATH, 'utf8') : '# Benchmarks\n';
   const [from, to] = [previous.indexOf(BEGIN), previous.indexOf(END)];

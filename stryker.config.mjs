@@ -1,5 +1,5 @@
 // Mutation testing of lambda/ (`npm run mutate`, see docs/MUTATION.md). Not part of `npm test`: a
-// whole run takes over an hour on two cores.
+// whole run takes about two hours on two cores.
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   mutate: ['lambda/**/*.ts', '!lambda/**/*.d.ts'],

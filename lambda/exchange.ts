@@ -216,7 +216,8 @@ function checkAnswer(answer: unknown, attempt: UpstreamAttempt): IdpToken {
   // Resolved means a response arrived, so its status was recorded.
   const status = attempt.status as number;
   // A 3xx (redirects are not followed) is no token, whatever its body. No 1xx gets here: Node hands
-  // 100 and 102-199 to 'information', and fails a request answered 101 that asked for no upgrade.
+  // 100 and 102-199 to 'information', and gives a 101 an empty body (what follows belongs to the
+  // protocol switched to), which simple-oauth2 refuses before this.
   if (status >= 300) throw upstreamError();
   // simple-oauth2 has already refused a null, false, 0 or empty answer; any other JSON value that is
   // not an object (an array, a string, a number, true) has no access_token.

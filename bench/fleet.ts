@@ -12,7 +12,7 @@ import { type AttributeValue, CreateTableCommand, DynamoDBClient, GetItemCommand
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { createTableInput, TOKEN_CACHE_TABLE } from '../lambda/token-cache-table';
 import { tokenEvent } from '../test/support/events';
-import { ms, row, summarize, table } from './report';
+import { ms, row, runNode, summarize, table } from './report';
 
 const ROOT = join(__dirname, '..');
 const TABLE = 'fleet-bench';
@@ -279,12 +279,14 @@ async function expectCache(answer: Promise<APIGatewayProxyStructuredResultV2>, c
   if (statusCode !== 200 || headers?.['x-token-cache'] !== cache) throw new Error(`expected a cache ${cache}, got ${statusCode}`);
 }
 
-// Runs in a fresh process: its clock counts from the process's start.
+// Runs in a fresh process: its clock counts from the process's start. The result goes to fd 3, as
+// the runner's workers send theirs.
 const COLD_WORKER = `
 const { handler } = require(process.env.FLEET_BUNDLE);
 handler(JSON.parse(process.env.FLEET_EVENT)).then((answer) => {
-  if (answer.statusCode !== 200) process.exit(1);
-  process.stderr.write(JSON.stringify({ ms: performance.now(), cache: answer.headers['x-token-cache'] }));
+  const ms = performance.now();
+  if (answer.statusCode !== 200) { process.stderr.write('answered ' + answer.statusCode); process.exit(1); }
+  require('node:fs').writeSync(3, JSON.stringify({ ms, cache: answer.headers['x-token-cache'] }));
   process.exit(0);
 });`;
 
@@ -296,30 +298,20 @@ async function measureColdStarts(bundlePath: string, workerNode: string, idp: Id
     { name: '`shared`, token not in the table', mode: 'shared', key: (round: number) => `cold-miss-${round}`, cache: 'miss' },
     { name: '`shared`, token in the table', mode: 'shared', key: () => 'cold-kept', cache: 'hit' },
   ];
-  const coldStart = (variant: (typeof variants)[number], round: number) =>
-    new Promise<number>((resolve, reject) => {
-      const env = {
-        ...awsEnvironment(endpoint),
-        PATH: process.env.PATH ?? '',
-        POWERTOOLS_METRICS_NAMESPACE: 'TokenExchange',
-        TOKEN_URL_ALLOWLIST: idp.origin,
-        TOKEN_CACHE: variant.mode,
-        TOKEN_CACHE_TABLE: TABLE,
-      };
-      const child = spawn(workerNode, ['-e', COLD_WORKER], {
-        cwd: ROOT,
-        env: { ...env, FLEET_BUNDLE: bundlePath, FLEET_EVENT: JSON.stringify(request(variant.key(round), idp)) },
-        stdio: ['ignore', 'ignore', 'pipe'],
-        timeout: 30_000,
-      });
-      let output = '';
-      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-      child.on('close', (code) => {
-        const result = code === 0 ? (JSON.parse(output.slice(output.lastIndexOf('{"ms"'))) as { ms: number; cache: string }) : undefined;
-        if (result?.cache === variant.cache) resolve(result.ms);
-        else reject(new Error(`cold worker ended with ${code}: ${output}`));
-      });
-    });
+  const coldStart = async (variant: (typeof variants)[number], round: number): Promise<number> => {
+    const result = (await runNode(workerNode, ['-e', COLD_WORKER], {
+      ...awsEnvironment(endpoint),
+      PATH: process.env.PATH ?? '',
+      POWERTOOLS_METRICS_NAMESPACE: 'TokenExchange',
+      TOKEN_URL_ALLOWLIST: idp.origin,
+      TOKEN_CACHE: variant.mode,
+      TOKEN_CACHE_TABLE: TABLE,
+      FLEET_BUNDLE: bundlePath,
+      FLEET_EVENT: JSON.stringify(request(variant.key(round), idp)),
+    })) as { ms: number; cache: string };
+    if (result.cache !== variant.cache) throw new Error(`${variant.name}: expected a cache ${variant.cache}, got ${result.cache}`);
+    return result.ms;
+  };
   // One start puts the kept token in the table; then one unrecorded round fills the file cache, and
   // the order rotates so no variant always runs first.
   const samples = variants.map(() => [] as number[]);

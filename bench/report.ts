@@ -1,4 +1,23 @@
-// The figures' arithmetic and markdown, shared by the runner and the fleet scenario.
+// Shared by the runner and the fleet scenario: running a measured process, the figures' arithmetic
+// and their markdown.
+import { spawn } from 'node:child_process';
+
+/** Run `node args` in a fresh process with exactly `env`; its result comes back as JSON on fd 3. */
+export function runNode(node: string, args: string[], env: Record<string, string>): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(node, args, { env, stdio: ['ignore', 'ignore', 'pipe', 'pipe'], timeout: 120_000 });
+    let result = '';
+    let errors = '';
+    child.stdio[3]?.on('data', (chunk: Buffer) => (result += chunk.toString('utf8')));
+    child.stderr?.on('data', (chunk: Buffer) => (errors += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code, signal) =>
+      code === 0
+        ? resolve(JSON.parse(result))
+        : reject(new Error(`${args.join(' ').slice(0, 80)} ended with ${code ?? signal}: ${errors.trim()}`)),
+    );
+  });
+}
 
 export interface Summary {
   n: number;

@@ -1,6 +1,6 @@
 // `npm run bench`: measures the deployed bundle against a scripted HTTPS token server on 127.0.0.1
 // (nothing else is ever contacted) and rewrites the generated part of docs/BENCHMARKS.md.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
@@ -11,7 +11,7 @@ import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
 import { BUNDLE_TARGET, lambdaBuildOptions } from '../infra/bundling';
 import { fleetScenario } from './fleet';
-import { ms, row, type Summary, summarize, table } from './report';
+import { ms, row, runNode, type Summary, summarize, table } from './report';
 import { BENCH_TOKEN } from './workers/calls';
 import type { ColdResult } from './workers/cold';
 import type { WarmResult } from './workers/warm';
@@ -61,26 +61,11 @@ const verdict = (measure: string, measured: string, target: string, pass?: boole
 
 const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
-/** Run a built worker in a fresh `node` with exactly `env`; its result comes back on fd 3. */
-function runNode(file: string, env: Record<string, string>): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(WORKER_NODE, [file], { env, stdio: ['ignore', 'ignore', 'pipe', 'pipe'], timeout: 120_000 });
-    let result = '';
-    let errors = '';
-    child.stdio[3]?.on('data', (chunk: Buffer) => (result += chunk.toString('utf8')));
-    child.stderr?.on('data', (chunk: Buffer) => (errors += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code, signal) =>
-      code === 0 ? resolve(JSON.parse(result)) : reject(new Error(`${file} ended with ${code ?? signal}: ${errors.trim()}`)),
-    );
-  });
-}
-
 async function warmScenario(bench: Bench): Promise<string> {
   const processes: string[] = [];
   const run = async (label: string, subjects: string, extra: Record<string, string> = {}): Promise<WarmResult> => {
     const before = bench.connections();
-    const result = (await runNode(join(dir, 'warm.js'), { ...bench.env, ...extra, BENCH_SUBJECTS: subjects })) as WarmResult;
+    const result = (await runNode(WORKER_NODE, [join(dir, 'warm.js')], { ...bench.env, ...extra, BENCH_SUBJECTS: subjects })) as WarmResult;
     processes.push(row(label, mib(result.rssBytes), mib(result.heapUsedBytes), bench.connections() - before));
     return result;
   };
@@ -134,7 +119,7 @@ async function coldScenario(bench: Bench): Promise<string> {
   // Alternate which starts first; one unrecorded round first fills the file cache.
   for (let round = -1; round < COLD_ROUNDS; round++) {
     for (const subject of round % 2 === 0 ? (['handler', 'https'] as const) : (['https', 'handler'] as const)) {
-      const result = (await runNode(join(dir, 'cold.js'), { ...bench.env, BENCH_SUBJECT: subject })) as ColdResult;
+      const result = (await runNode(WORKER_NODE, [join(dir, 'cold.js')], { ...bench.env, BENCH_SUBJECT: subject })) as ColdResult;
       if (round >= 0) runs[subject].push(result);
     }
   }

@@ -234,7 +234,7 @@ async function measureLatency(bundlePath: string, idp: Idp, endpoint: string) {
   // Any item the filler wrote: the bare read fetches a real sealed entry of the same size.
   const bare = tableClient(endpoint);
   const { Items } = await bare.send(new ScanCommand({ TableName: TABLE, Limit: 20 }));
-  const item = Items?.find((candidate) => candidate[TOKEN_CACHE_TABLE.attributes.sealed] !== undefined);
+  const item = Items?.find((candidate) => candidate[TOKEN_CACHE_TABLE.attributes.state] !== undefined);
   if (!item) throw new Error('no sealed item in the table');
   const getItem = new GetItemCommand({
     TableName: TABLE,

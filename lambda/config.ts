@@ -7,15 +7,17 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const TOKEN_CACHE_MODES = ['off', 'memory', 'shared'] as const;
 export type TokenCacheMode = (typeof TOKEN_CACHE_MODES)[number];
 
+/** TOKEN_CACHE and what its mode needs: `shared` a table and the Secrets Manager secret holding the pepper. */
+export type TokenCacheSetting =
+  { readonly mode: 'off' | 'memory' } | { readonly mode: 'shared'; readonly table: string; readonly pepperSecret: string };
+
 /** The function's configuration, read once from its environment. */
 export interface Config {
   /** Empty: any public https URL. */
   readonly allowlist: readonly AllowlistEntry[];
   /** Whole token request, connect to last byte. */
   readonly upstreamTimeoutMs: number;
-  readonly tokenCache: TokenCacheMode;
-  /** With `shared`: the DynamoDB table's name. */
-  readonly tokenCacheTable?: string;
+  readonly tokenCache: TokenCacheSetting;
   readonly logLevel: LogLevel;
 }
 
@@ -23,7 +25,7 @@ export interface Config {
 export const MAX_UPSTREAM_TIMEOUT_MS = 29_000;
 
 /** The values of variables left unset (the stack deploys the same defaults). */
-export const CONFIG_DEFAULTS = { upstreamTimeoutMs: 5000, tokenCache: 'off', logLevel: 'INFO' } as const satisfies Partial<Config>;
+export const CONFIG_DEFAULTS = { upstreamTimeoutMs: 5000, tokenCache: 'off', logLevel: 'INFO' } as const;
 
 /** Node's own debug logs of these modules print request options, the Authorization header with them. */
 const SECRET_PRINTING_DEBUG_MODULES = ['http', 'https', 'net', 'tls', 'http2'] as const;
@@ -37,7 +39,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   return {
     allowlist: parseAllowlist(env.TOKEN_URL_ALLOWLIST),
     upstreamTimeoutMs: getTimeoutFromEnv(env.UPSTREAM_TIMEOUT_MS),
-    ...getTokenCacheFromEnv(env.TOKEN_CACHE, env.TOKEN_CACHE_TABLE),
+    tokenCache: getTokenCacheFromEnv(env.TOKEN_CACHE, env.TOKEN_CACHE_TABLE, env.TOKEN_CACHE_PEPPER_SECRET),
     logLevel: getLogLevelFromEnv(env.LOG_LEVEL),
   };
 }
@@ -55,7 +57,10 @@ function getTimeoutFromEnv(value: string | undefined): number {
 // DynamoDB's rule for table names.
 const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
 
-function getTokenCacheFromEnv(mode: string | undefined, table: string | undefined): Pick<Config, 'tokenCache' | 'tokenCacheTable'> {
+// A Secrets Manager secret's ARN or name.
+const SECRET_ID = /^[\x21-\x7E]{1,2048}$/;
+
+function getTokenCacheFromEnv(mode: string | undefined, table: string | undefined, pepperSecret: string | undefined): TokenCacheSetting {
   const normalized = (mode ?? '').trim().toLowerCase();
   // `on` predates the shared tier and keeps its meaning.
   const tokenCache =
@@ -65,13 +70,17 @@ function getTokenCacheFromEnv(mode: string | undefined, table: string | undefine
         ? 'memory'
         : TOKEN_CACHE_MODES.find((known) => known === normalized);
   if (!tokenCache) throw new Error('Environment variable TOKEN_CACHE must be "off", "memory" (or its alias "on") or "shared"');
-  if (tokenCache !== 'shared') return { tokenCache };
-  const tokenCacheTable = (table ?? '').trim();
-  if (tokenCacheTable === '') throw new Error('Environment variable TOKEN_CACHE_TABLE is required when TOKEN_CACHE is "shared"');
-  if (!TABLE_NAME.test(tokenCacheTable)) {
+  if (tokenCache !== 'shared') return { mode: tokenCache };
+  const tableName = (table ?? '').trim();
+  if (tableName === '') throw new Error('Environment variable TOKEN_CACHE_TABLE is required when TOKEN_CACHE is "shared"');
+  if (!TABLE_NAME.test(tableName)) {
     throw new Error('Environment variable TOKEN_CACHE_TABLE must be a DynamoDB table name: 3 to 255 letters, digits, _ . or -');
   }
-  return { tokenCache, tokenCacheTable };
+  const secret = (pepperSecret ?? '').trim();
+  if (secret === '') throw new Error('Environment variable TOKEN_CACHE_PEPPER_SECRET is required when TOKEN_CACHE is "shared"');
+  if (!SECRET_ID.test(secret))
+    throw new Error('Environment variable TOKEN_CACHE_PEPPER_SECRET must be a Secrets Manager secret ARN or name');
+  return { mode: tokenCache, table: tableName, pepperSecret: secret };
 }
 
 function getLogLevelFromEnv(value: string | undefined): LogLevel {

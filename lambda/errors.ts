@@ -8,6 +8,7 @@ export const ERROR_STATUS = {
   token_url_not_allowed: 403,
   payload_too_large: 413,
   upstream_error: 502,
+  upstream_throttled: 503,
   upstream_timeout: 504,
   internal_error: 500,
 } as const;
@@ -32,11 +33,38 @@ export class ExchangeError extends Error {
   }
 }
 
+/** 503: the IdP asked the service to wait, for this many whole seconds (the `retry-after` header). */
+export class UpstreamThrottled extends ExchangeError {
+  declare readonly code: 'upstream_throttled';
+
+  constructor(readonly retryAfterSeconds: number) {
+    super('upstream_throttled', UPSTREAM_THROTTLED_DESCRIPTION);
+  }
+}
+
 /** 400 naming the offending field, as the contract asks. */
 export const invalidRequest = (description: string): ExchangeError => new ExchangeError('invalid_request', description);
 
 /** 403 for a token URL the policy refuses; the description says which rule, never more. */
 export const tokenUrlNotAllowed = (description: string): ExchangeError => new ExchangeError('token_url_not_allowed', description);
+
+/** The failures an exchange with the IdP can end in, besides a bug. */
+export type UpstreamFailureCode = Extract<
+  ErrorCode,
+  'unauthorized' | 'token_url_not_allowed' | 'upstream_error' | 'upstream_throttled' | 'upstream_timeout'
+>;
+
+/** Retry-After is held between 1 and 60 s: long enough to matter, short enough that a bad value cannot silence a client for long. */
+export const MAX_RETRY_AFTER_SECONDS = 60;
+
+/**
+ * The error for an exchange's failure, with its fixed description; a hold says how many seconds are
+ * left (held between 1 and 60).
+ */
+export function upstreamFailure(code: UpstreamFailureCode, retryAfterSeconds = 1): ExchangeError {
+  if (code === 'upstream_throttled') return new UpstreamThrottled(Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, retryAfterSeconds)));
+  return new ExchangeError(code, UPSTREAM_DESCRIPTIONS[code]);
+}
 
 /**
  * An error and what it wraps, outermost first. Wreck either boomifies a socket's own error in place
@@ -59,5 +87,14 @@ export const ADDRESS_NOT_ALLOWED_DESCRIPTION = 'access_token_url points to an ad
 // Fixed texts: the caller learns the category, never the IdP's answer or an internal message.
 export const UNAUTHORIZED_DESCRIPTION = 'Unauthorized credentials provided';
 export const UPSTREAM_ERROR_DESCRIPTION = 'The identity provider could not be reached or gave an unusable answer';
+export const UPSTREAM_THROTTLED_DESCRIPTION =
+  'The identity provider asked to wait before the next token request: retry after retry-after seconds';
 export const UPSTREAM_TIMEOUT_DESCRIPTION = 'The identity provider did not answer in time';
 export const INTERNAL_ERROR_DESCRIPTION = 'Internal error';
+
+const UPSTREAM_DESCRIPTIONS: Record<Exclude<UpstreamFailureCode, 'upstream_throttled'>, string> = {
+  unauthorized: UNAUTHORIZED_DESCRIPTION,
+  token_url_not_allowed: ADDRESS_NOT_ALLOWED_DESCRIPTION,
+  upstream_error: UPSTREAM_ERROR_DESCRIPTION,
+  upstream_timeout: UPSTREAM_TIMEOUT_DESCRIPTION,
+};

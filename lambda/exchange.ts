@@ -4,15 +4,7 @@ import type { AccessToken, Token } from 'simple-oauth2';
 import { Client } from 'simple-oauth2/lib/client';
 import ClientCredentialsGrantType from 'simple-oauth2/lib/client-credentials-grant-type';
 import { JWT_BEARER_ASSERTION_TYPE, signClientSecretJwt } from './client-assertion';
-import {
-  ADDRESS_NOT_ALLOWED_DESCRIPTION,
-  causeChain,
-  ExchangeError,
-  tokenUrlNotAllowed,
-  UNAUTHORIZED_DESCRIPTION,
-  UPSTREAM_ERROR_DESCRIPTION,
-  UPSTREAM_TIMEOUT_DESCRIPTION,
-} from './errors';
+import { causeChain, type ExchangeError, upstreamFailure } from './errors';
 import { AddressNotAllowedError, agentFor } from './guarded-agents';
 import type { TokenRequest } from './token-request';
 import type { TokenTarget } from './token-url-policy';
@@ -44,6 +36,7 @@ type RequestHandoff = (request: ClientRequest, options: object) => void;
 class UpstreamAttempt {
   request?: ClientRequest;
   status?: number;
+  retryAfter?: string;
   timedOut = false;
   /**
    * The pooled agent seen through this attempt. Every `http.request` hands its request to its
@@ -67,6 +60,7 @@ class UpstreamAttempt {
     this.request = request;
     request.once('response', (response: IncomingMessage) => {
       this.status = response.statusCode;
+      this.retryAfter = response.headers['retry-after'];
     });
   }
 
@@ -133,7 +127,7 @@ async function attemptOnce(
     await client.getToken(params, { agent: attempt.agent });
   } catch (error) {
     report.status = attempt.status;
-    if (isStaleSocket(error, attempt)) return undefined;
+    if (request.authMethod !== 'private_key_jwt' && isStaleSocket(error, attempt)) return undefined;
     throw classifyFailure(error, attempt, deadline);
   } finally {
     clearTimeout(timer);
@@ -234,23 +228,39 @@ function checkAnswer(answer: unknown, attempt: UpstreamAttempt): IdpToken {
  * no complete answer within UPSTREAM_TIMEOUT_MS.
  */
 function classifyFailure(error: unknown, attempt: UpstreamAttempt, deadline: number): ExchangeError {
-  if (attempt.timedOut || performance.now() >= deadline) return new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION);
+  if (attempt.timedOut || performance.now() >= deadline) return upstreamFailure('upstream_timeout');
   // The guard's refusal is the request's own error, which wreck and simple-oauth2 pass on as it is
   // (Boom decorates it in place), so no cause chain needs walking.
-  if (error instanceof AddressNotAllowedError) return tokenUrlNotAllowed(ADDRESS_NOT_ALLOWED_DESCRIPTION);
+  if (error instanceof AddressNotAllowedError) return upstreamFailure('token_url_not_allowed');
   const status = attempt.status;
-  if (status !== undefined && status >= 400 && status < 500) return new ExchangeError('unauthorized', UNAUTHORIZED_DESCRIPTION);
+  // RFC 6585 4 and RFC 9110 15.6.4: the IdP asks to wait; that says nothing about the credentials.
+  if (status === 429 || (status === 503 && attempt.retryAfter !== undefined)) {
+    return upstreamFailure('upstream_throttled', retryAfterSeconds(attempt.retryAfter, Date.now()));
+  }
+  if (status !== undefined && status >= 400 && status < 500) return upstreamFailure('unauthorized');
   // No connection, a reset, a TLS failure, an oversized or unparsable answer, a 3xx or a 5xx.
   return upstreamError();
 }
 
-const upstreamError = (): ExchangeError => new ExchangeError('upstream_error', UPSTREAM_ERROR_DESCRIPTION);
+const upstreamError = (): ExchangeError => upstreamFailure('upstream_error');
+
+/**
+ * RFC 9110 10.2.3: `Retry-After` is whole seconds or an HTTP date; the seconds to wait from `now`
+ * (rounded up), or 1 when there is no usable value. The caller holds it between 1 and 60.
+ */
+export function retryAfterSeconds(value: string | undefined, now: number): number {
+  const text = (value ?? '').trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? 1 : Math.ceil((date - now) / 1000);
+}
 
 const STALE_SOCKET_CODES = new Set<string | undefined>(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
 
 // A kept-alive socket the IdP closed while the function was frozen fails on first use with a
 // reset before any answer. Retrying on a fresh socket is safe even if the first request did reach
-// the IdP: a client-credentials token issued twice only leaves one unused. Never once the IdP has
+// the IdP: a client-credentials token issued twice only leaves one unused. Not with a caller's
+// private_key_jwt assertion: resending its `jti` would read as a replay to an IdP that checks. Never once the IdP has
 // answered: today wreck reports a body cut short without the socket's error code, so the codes
 // alone would not match, but only because Node emits its deprecated 'aborted' event before 'error'.
 function isStaleSocket(error: unknown, attempt: UpstreamAttempt): boolean {

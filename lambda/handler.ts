@@ -1,13 +1,13 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { noCacheRequested } from './cache/freshness';
+import type { CacheReport } from './cache/report';
+import { createTokenCache } from './cache/token-cache';
 import { type Config, loadConfig } from './config';
 import { ExchangeError } from './errors';
 import { exchangeToken, type IdpToken, type UpstreamReport } from './exchange';
 import { describeError, type Observability, powertoolsObservability, type RequestRecord } from './observability';
 import { errorResponse, jsonResponse, notFoundResponse, type Response } from './responses';
 import { isTokenRoute } from './routes';
-import type { TableReport } from './shared-token-cache';
-import { cacheable } from './token-cache';
-import { createTokenCacheTiers } from './token-cache-tiers';
 import { parseTokenRequest } from './token-request';
 import { checkTokenUrl } from './token-url-policy';
 
@@ -20,29 +20,38 @@ export type TokenHandler = (event: APIGatewayProxyEventV2, context?: Context) =>
 /**
  * Build the Lambda handler for a configuration: parse the request, apply the token URL policy,
  * exchange (through the cache when it is on), and turn the result or the error into the response.
+ * `clock` (epoch ms) is the cache's and the request's time.
  */
-export function createHandler(config: Config, observability: Observability = powertoolsObservability(config.logLevel)): TokenHandler {
-  const cache = createTokenCacheTiers(config);
+export function createHandler(
+  config: Config,
+  observability: Observability = powertoolsObservability(config.logLevel),
+  clock: () => number = Date.now,
+): TokenHandler {
+  const cache = createTokenCache(config.tokenCache, config.upstreamTimeoutMs, clock);
 
   return async (event: unknown, context) => {
     if (!isTokenRoute(event)) return notFoundResponse();
     const started = performance.now();
+    const arrivedAt = clock();
+    // One deadline for everything the request does: table calls, waits and the IdP.
+    const deadline = started + config.upstreamTimeoutMs;
     const upstream: UpstreamReport = {};
-    const table: TableReport = {};
+    const cached: CacheReport = {};
     const record: Partial<RequestRecord> = {};
     let response: Response;
     try {
       const request = parseTokenRequest(event);
       const target = checkTokenUrl(request.accessTokenUrl, config.allowlist);
       record.idp_host = target.url.hostname;
-      const exchange = (timeoutMs = config.upstreamTimeoutMs): Promise<IdpToken> => exchangeToken(request, target, timeoutMs, upstream);
-      if (cache && cacheable(request)) {
-        record.cache = 'miss'; // until a tier answers; a failed exchange stays a miss
-        const { token, tier } = await cache.resolve(request, target.url.href, exchange, table);
-        record.cache = tier;
-        response = jsonResponse(200, token, { 'x-token-cache': tier === 'miss' ? 'miss' : 'hit' });
+      const exchange = (timeoutMs: number): Promise<IdpToken> => exchangeToken(request, target, timeoutMs, upstream);
+      if (cache) {
+        // parseTokenRequest accepted the event, so its headers are strings.
+        const noCache = noCacheRequested((event as { headers: Record<string, string> }).headers);
+        if (noCache) record.no_cache = true;
+        const answer = await cache.resolve({ request, tokenUrl: target.url.href, noCache, arrivedAt, deadline, exchange, report: cached });
+        response = jsonResponse(200, answer.token, { 'x-token-cache': answer.header });
       } else {
-        response = jsonResponse(200, await exchange());
+        response = jsonResponse(200, await exchange(config.upstreamTimeoutMs));
       }
       record.outcome = 'ok';
     } catch (error) {
@@ -59,8 +68,11 @@ export function createHandler(config: Config, observability: Observability = pow
       // Undefined where that part never ran; a JSON log line has no such key.
       idp_status: upstream.status,
       idp_latency_ms: upstream.latencyMs,
-      cache_table_latency_ms: table.latencyMs,
-      cache_error: table.error,
+      cache: cached.tier,
+      cache_remembered: cached.remembered,
+      cache_refresh: cached.refresh,
+      cache_table_latency_ms: cached.tableLatencyMs,
+      cache_error: cached.tableError,
     };
     try {
       observability.record(entry, context);

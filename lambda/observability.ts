@@ -3,7 +3,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import type { LogLevel } from './config';
 import { causeChain, type ErrorCode } from './errors';
-import type { CacheTier } from './token-cache';
+import type { CacheTier } from './cache/report';
 
 const SERVICE_NAME = 'token-exchange';
 
@@ -19,11 +19,17 @@ export interface RequestRecord {
   idp_host?: string;
   idp_status?: number;
   idp_latency_ms?: number;
-  /** With TOKEN_CACHE on: the tier that answered (`memory`, `shared`) or `miss` (the IdP did). */
+  /** With TOKEN_CACHE on: the tier that answered (`memory`, `shared`), `miss` (the IdP did, or nobody), or `stale`. */
   cache?: CacheTier;
-  /** Time spent in shared-table calls, polls included. */
+  /** A remembered failure or a hold answered instead of the IdP. */
+  cache_remembered?: 'failure' | 'hold';
+  /** This request refreshed its kept token ahead of its going stale. */
+  cache_refresh?: 'ahead';
+  /** The request asked for a new token (`cache-control: no-cache`). */
+  no_cache?: true;
+  /** Time spent in shared-table calls, reads while waiting included. */
   cache_table_latency_ms?: number;
-  /** The failed shared-table call's error name: the request went on to the IdP without the table. */
+  /** The failed shared-table (or pepper) call's error name: the request went on without the table. */
   cache_error?: string;
   /** For a 500: the error's class name and errno-style codes of its causes, never a message. */
   error_name?: string;
@@ -51,9 +57,9 @@ export function powertoolsObservability(logLevel: LogLevel): Observability {
         // Emits once per instance, on its first request.
         metrics.captureColdStartMetric(context.functionName);
       }
-      // A bug is an ERROR; the IdP failing or not answering is a WARN; the rest is INFO.
+      // A bug is an ERROR; the IdP failing, throttling or not answering is a WARN; the rest is INFO.
       if (entry.outcome === 'internal_error') logger.error('token request', { ...entry });
-      else if (entry.outcome === 'upstream_error' || entry.outcome === 'upstream_timeout') logger.warn('token request', { ...entry });
+      else if (UPSTREAM_FAILURES.has(entry.outcome)) logger.warn('token request', { ...entry });
       else logger.info('token request', { ...entry });
 
       metrics.addDimension('outcome', entry.outcome);
@@ -65,18 +71,33 @@ export function powertoolsObservability(logLevel: LogLevel): Observability {
   };
 }
 
+const UPSTREAM_FAILURES: ReadonlySet<string> = new Set(['upstream_error', 'upstream_throttled', 'upstream_timeout']);
+
+const TIER_METRIC: Record<CacheTier, string> = { memory: 'CacheHits', shared: 'CacheHits', miss: 'CacheMisses', stale: 'CacheStale' };
+
 /**
- * The cache's own EMF line, dimensioned by the tier that answered: `CacheHits` (tier `memory` or
- * `shared`), `CacheMisses` (tier `miss`), `CacheErrors` when the shared table failed (the request then
- * went to the IdP, so always tier `miss`), and the table's latency when it was called.
+ * The cache's two EMF lines. By the tier that answered: `CacheHits` (tier `memory` or `shared`),
+ * `CacheMisses` (tier `miss`), `CacheStale` (tier `stale`), and the table's latency when it was
+ * called. Then, undimensioned so one alarm sees them all: `CacheErrors` (a table or pepper call
+ * failed; the request went on without the table), `CacheRefreshesAhead`, and answers that came from
+ * a remembered failure (`CacheRememberedFailures`) or a hold (`CacheHolds`).
  */
 function publishCacheMetrics(metrics: Metrics, entry: RequestRecord): void {
-  metrics.addDimension('tier', entry.cache as CacheTier);
-  metrics.addMetric(entry.cache === 'miss' ? 'CacheMisses' : 'CacheHits', MetricUnit.Count, 1);
-  if (entry.cache_error !== undefined) metrics.addMetric('CacheErrors', MetricUnit.Count, 1);
+  const tier = entry.cache as CacheTier;
+  metrics.addDimension('tier', tier);
+  metrics.addMetric(TIER_METRIC[tier], MetricUnit.Count, 1);
   if (entry.cache_table_latency_ms !== undefined) {
     metrics.addMetric('CacheTableLatency', MetricUnit.Milliseconds, entry.cache_table_latency_ms);
   }
+  metrics.publishStoredMetrics();
+  const events = [
+    entry.cache_error !== undefined && 'CacheErrors',
+    entry.cache_refresh !== undefined && 'CacheRefreshesAhead',
+    entry.cache_remembered === 'failure' && 'CacheRememberedFailures',
+    entry.cache_remembered === 'hold' && 'CacheHolds',
+  ].filter((name): name is string => name !== false);
+  if (events.length === 0) return;
+  for (const name of events) metrics.addMetric(name, MetricUnit.Count, 1);
   metrics.publishStoredMetrics();
 }
 

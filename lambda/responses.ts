@@ -1,5 +1,5 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { ExchangeError, INTERNAL_ERROR_DESCRIPTION } from './errors';
+import { ExchangeError, INTERNAL_ERROR_DESCRIPTION, UpstreamThrottled } from './errors';
 
 // RFC 6749 5.1: token responses must not be cached. Errors carry the same headers so no
 // intermediary stores any answer of this endpoint.
@@ -19,11 +19,13 @@ export function jsonResponse(statusCode: number, body: unknown, extraHeaders: Re
 
 /**
  * The one place an error becomes a response: an {@link ExchangeError} shows its code and fixed
- * description; anything else is a bug and becomes a bare 500, its message never sent.
+ * description (a 503 says when to retry, RFC 9110 10.2.3); anything else is a bug and becomes a bare
+ * 500, its message never sent.
  */
 export function errorResponse(error: unknown): Response {
   const known = error instanceof ExchangeError ? error : new ExchangeError('internal_error', INTERNAL_ERROR_DESCRIPTION);
-  return jsonResponse(known.statusCode, { code: known.code, description: known.description });
+  const retryAfter = known instanceof UpstreamThrottled ? { 'retry-after': String(known.retryAfterSeconds) } : undefined;
+  return jsonResponse(known.statusCode, { code: known.code, description: known.description }, retryAfter);
 }
 
 /** API Gateway's own answer for a route it does not have; the local server gives the same. */

@@ -3,18 +3,16 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 /**
  * The shared token cache's table, defined once: the CDK stack creates it from this, `npm start`
  * creates it in its embedded DynamoDB-compatible server from this, and the function reads and
- * writes these attributes. An item is either a sealed token or a lease, never both.
+ * writes these attributes.
  */
 export const TOKEN_CACHE_TABLE = {
-  /** The partition key, the only key: the base64url item key derived from the request (lambda/sealed-token.ts). */
+  /** The partition key, the only key: an item key derived from the request or the hold (lambda/cache/sealed-item.ts). */
   partitionKey: { name: 'pk', type: 'S' },
-  /** DynamoDB's TTL attribute: epoch seconds after which the item may be deleted (lazily: readers check expiry themselves). */
+  /** DynamoDB's TTL attribute: epoch seconds after which the item may be deleted (lazily: readers check times themselves). */
   timeToLiveAttribute: 'expires',
   attributes: {
-    /** The sealed token (binary). */
-    sealed: 'sealed',
-    /** Epoch milliseconds until which one instance holds the right to fetch this item's token. */
-    lease: 'lease',
+    /** The sealed item state (binary): a token, a claim, a remembered failure or a hold. */
+    state: 'state',
     /** Random per write, so a conditional write can say "only if nobody wrote since I read". */
     revision: 'rev',
   },

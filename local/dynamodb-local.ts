@@ -15,13 +15,18 @@ export interface LocalDynamoDb {
 export const LOCAL_TABLE_NAME = 'token-cache';
 
 /**
- * The AWS SDK settings that point the function's DynamoDB client at a local server: its endpoint,
- * a region, and placeholder credentials (the local server checks none), so the SDK never looks for
- * real ones, neither in a profile nor at an instance metadata address.
+ * The AWS SDK settings that point the function's DynamoDB and Secrets Manager clients at local
+ * servers: their endpoints, a region, and placeholder credentials (the local servers check none), so
+ * the SDK never looks for real ones, neither in a profile nor at an instance metadata address.
  */
-export function localAwsEnvironment(endpoint: string, region = 'us-east-1'): Record<string, string> {
+export function localAwsEnvironment(
+  dynamoDbEndpoint: string,
+  secretsManagerEndpoint: string,
+  region = 'us-east-1',
+): Record<string, string> {
   return {
-    AWS_ENDPOINT_URL_DYNAMODB: endpoint,
+    AWS_ENDPOINT_URL_DYNAMODB: dynamoDbEndpoint,
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: secretsManagerEndpoint,
     AWS_REGION: region,
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',

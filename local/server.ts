@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
@@ -7,6 +8,7 @@ import type * as Handler from '../lambda/handler';
 import { type LocalDynamoDb, localAwsEnvironment, LOCAL_TABLE_NAME, startLocalDynamoDb } from './dynamodb-local';
 import { createHttpApiGateway } from './http-api-gateway';
 import { startIdp } from './idp';
+import { type LocalSecretsManager, startLocalSecretsManager } from './secrets-manager-local';
 import { startupBanner } from './startup-banner';
 
 // `npm start`: the token routes on http://localhost:PORT through the deployed handler code, beside
@@ -20,17 +22,25 @@ function portFromEnv(name: string, fallback: number): number {
   return port;
 }
 
+/** The name of the local stand-in's secret that holds the shared cache's pepper. */
+const LOCAL_PEPPER_SECRET = 'token-cache-pepper';
+
 /**
- * With TOKEN_CACHE=shared: an embedded DynamoDB-compatible server holding the table, and this
- * process's AWS SDK settings pointed at it, so no AWS account is involved. Set before the handler
- * module loads, since its shared tier starts talking to the table as it is created.
+ * With TOKEN_CACHE=shared: an embedded DynamoDB-compatible server holding the table, a Secrets Manager
+ * stand-in holding a pepper made for this run, and this process's AWS SDK settings pointed at both,
+ * so no AWS account is involved. Set before the handler module loads, since its shared tier starts
+ * talking to both as it is created.
  */
-async function startSharedTable(): Promise<LocalDynamoDb | undefined> {
+async function startSharedTable(): Promise<{ table: LocalDynamoDb; secrets: LocalSecretsManager } | undefined> {
   if (process.env.TOKEN_CACHE?.trim().toLowerCase() !== 'shared') return undefined;
   const tableName = process.env.TOKEN_CACHE_TABLE?.trim() || LOCAL_TABLE_NAME;
   const table = await startLocalDynamoDb({ port: portFromEnv('DYNAMODB_PORT', 0), tableName });
-  Object.assign(process.env, localAwsEnvironment(table.endpoint), { TOKEN_CACHE_TABLE: tableName });
-  return table;
+  const secrets = await startLocalSecretsManager({ [LOCAL_PEPPER_SECRET]: randomBytes(32).toString('base64url') });
+  Object.assign(process.env, localAwsEnvironment(table.endpoint, secrets.endpoint), {
+    TOKEN_CACHE_TABLE: tableName,
+    TOKEN_CACHE_PEPPER_SECRET: LOCAL_PEPPER_SECRET,
+  });
+  return { table, secrets };
 }
 
 async function listen(server: Server, port: number): Promise<number> {
@@ -46,14 +56,20 @@ async function main(): Promise<void> {
   const port = portFromEnv('PORT', 3000);
   const idp = await startIdp({ port: portFromEnv('IDP_PORT', 3001) });
   const servers: Server[] = [];
-  let table: LocalDynamoDb | undefined;
+  let local: Awaited<ReturnType<typeof startSharedTable>>;
   const stopAll = async (): Promise<void> => {
     for (const server of servers) server.closeAllConnections();
-    await Promise.all([...servers.map((server) => new Promise((resolve) => server.close(resolve))), idp.close(), table?.close()]);
+    await Promise.all([
+      ...servers.map((server) => new Promise((resolve) => server.close(resolve))),
+      idp.close(),
+      local?.table.close(),
+      local?.secrets.close(),
+    ]);
     destroyAgents();
   };
   try {
-    table = await startSharedTable();
+    local = await startSharedTable();
+    const table = local?.table;
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded once the table's settings are in the environment
     const { createHandler } = require('../lambda/handler') as typeof Handler;
     // The user's entries stay; the embedded IdP's origin is added so the policy lets the service reach it.

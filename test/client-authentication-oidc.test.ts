@@ -155,7 +155,7 @@ describe('the token cache with JWT client authentication, against oidc-provider'
     expect(second.statusCode).toBe(401);
     expect(bodyOf(second)).toStrictEqual(UNAUTHORIZED);
     expect(observed.records.map((record) => record.idp_status)).toEqual([200, 401]);
-    expect([first.headers?.['x-token-cache'], second.headers?.['x-token-cache']]).toEqual([undefined, undefined]);
+    expect([first.headers?.['x-token-cache'], second.headers?.['x-token-cache']]).toEqual(['miss', undefined]);
   });
 
   it('answers a repeated client_secret_jwt request from the cache, and sends a wrong secret to the IdP', async () => {

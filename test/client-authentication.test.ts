@@ -458,7 +458,7 @@ describe('the token cache with the new methods and parameters', () => {
     expect(idp.server.received).toHaveLength(2);
   });
 
-  it('sends every private_key_jwt request to the IdP, the same assertion twice included, and says nothing of the cache', async () => {
+  it('sends every private_key_jwt request to the IdP, the same assertion twice included, each a miss', async () => {
     // Prepare
     const body = assertionRequest();
 
@@ -467,9 +467,9 @@ describe('the token cache with the new methods and parameters', () => {
 
     // Assess
     expect(results.map((result) => result.statusCode)).toEqual([200, 200]);
-    expect(results.map((result) => result.headers?.['x-token-cache'])).toEqual([undefined, undefined]);
+    expect(results.map((result) => result.headers?.['x-token-cache'])).toEqual(['miss', 'miss']);
     expect(idp.server.received).toHaveLength(2);
-    expect(idp.observed.records.map((record) => record.cache)).toEqual([undefined, undefined]);
+    expect(idp.observed.records.map((record) => record.cache)).toEqual(['miss', 'miss']);
   });
 
   it('keeps tokens for different resources apart', async () => {

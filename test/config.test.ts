@@ -10,7 +10,7 @@ describe('loadConfig', () => {
     const config = loadConfig({});
 
     // Assess
-    expect(config).toEqual({ allowlist: [], upstreamTimeoutMs: 5000, tokenCache: 'off', logLevel: 'INFO' });
+    expect(config).toEqual({ allowlist: [], upstreamTimeoutMs: 5000, tokenCache: { mode: 'off' }, logLevel: 'INFO' });
   });
 
   it('reads every variable', () => {
@@ -26,7 +26,7 @@ describe('loadConfig', () => {
     expect({ ...config, allowlist: config.allowlist.map((entry) => entry.text) }).toEqual({
       allowlist: ['https://login.example.com', 'https://*.auth0.com', 'https://idp.example.com/oauth2/'],
       upstreamTimeoutMs: 2500,
-      tokenCache: 'memory',
+      tokenCache: { mode: 'memory' },
       logLevel: 'DEBUG',
     });
   });
@@ -44,7 +44,7 @@ describe('loadConfig', () => {
     expect({ ...config, allowlist: config.allowlist.map((entry) => entry.text) }).toEqual({
       allowlist: ['https://login.example.com'],
       upstreamTimeoutMs: 2500,
-      tokenCache: 'memory',
+      tokenCache: { mode: 'memory' },
       logLevel: 'WARN',
     });
   });
@@ -59,27 +59,52 @@ describe('loadConfig', () => {
     ['memory', 'memory'],
     [' Memory ', 'memory'],
   ])('reads TOKEN_CACHE=%p as %p', (value, mode) => {
-    expect(loadConfig({ TOKEN_CACHE: value }).tokenCache).toBe(mode);
+    expect(loadConfig({ TOKEN_CACHE: value }).tokenCache).toEqual({ mode });
   });
 
-  it('reads TOKEN_CACHE=shared with its table', () => {
-    const config = loadConfig({ TOKEN_CACHE: 'shared', TOKEN_CACHE_TABLE: ' TokenExchange-TokenCache-1A2B ' });
+  const SHARED = { TOKEN_CACHE: 'shared', TOKEN_CACHE_TABLE: 'cache-table', TOKEN_CACHE_PEPPER_SECRET: 'pepper' };
 
-    expect(config).toMatchObject({ tokenCache: 'shared', tokenCacheTable: 'TokenExchange-TokenCache-1A2B' });
+  it('reads TOKEN_CACHE=shared with its table and the secret that holds its pepper', () => {
+    const config = loadConfig({
+      TOKEN_CACHE: 'shared',
+      TOKEN_CACHE_TABLE: ' TokenExchange-TokenCache-1A2B ',
+      TOKEN_CACHE_PEPPER_SECRET: ' arn:aws:secretsmanager:eu-west-1:123456789012:secret:TokenCachePepper-AbCdEf ',
+    });
+
+    expect(config.tokenCache).toEqual({
+      mode: 'shared',
+      table: 'TokenExchange-TokenCache-1A2B',
+      pepperSecret: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:TokenCachePepper-AbCdEf',
+    });
   });
 
   it('fails naming TOKEN_CACHE_TABLE when TOKEN_CACHE=shared has no table', () => {
-    expect(() => loadConfig({ TOKEN_CACHE: 'shared' })).toThrow(
+    expect(() => loadConfig({ ...SHARED, TOKEN_CACHE_TABLE: undefined })).toThrow(
       'Environment variable TOKEN_CACHE_TABLE is required when TOKEN_CACHE is "shared"',
     );
   });
 
   it.each(['ab', 'token cache', 'table/name', 'x'.repeat(256)])('fails naming TOKEN_CACHE_TABLE for the name %p', (name) => {
-    expect(() => loadConfig({ TOKEN_CACHE: 'shared', TOKEN_CACHE_TABLE: name })).toThrow(/^Environment variable TOKEN_CACHE_TABLE must be/);
+    expect(() => loadConfig({ ...SHARED, TOKEN_CACHE_TABLE: name })).toThrow(/^Environment variable TOKEN_CACHE_TABLE must be/);
   });
 
-  it('ignores TOKEN_CACHE_TABLE unless the cache is shared', () => {
-    expect(loadConfig({ TOKEN_CACHE: 'memory', TOKEN_CACHE_TABLE: 'unused' }).tokenCacheTable).toBeUndefined();
+  it.each([undefined, ' '])('fails naming TOKEN_CACHE_PEPPER_SECRET when TOKEN_CACHE=shared has none (%p)', (secret) => {
+    expect(() => loadConfig({ ...SHARED, TOKEN_CACHE_PEPPER_SECRET: secret })).toThrow(
+      'Environment variable TOKEN_CACHE_PEPPER_SECRET is required when TOKEN_CACHE is "shared"',
+    );
+  });
+
+  it.each(['a name with spaces', 'x'.repeat(2049), 'tab\there'.replace('\\t', '\t')])(
+    'fails naming TOKEN_CACHE_PEPPER_SECRET for %p',
+    (secret) => {
+      expect(() => loadConfig({ ...SHARED, TOKEN_CACHE_PEPPER_SECRET: secret })).toThrow(
+        'Environment variable TOKEN_CACHE_PEPPER_SECRET must be a Secrets Manager secret ARN or name',
+      );
+    },
+  );
+
+  it('needs neither table nor pepper unless the cache is shared', () => {
+    expect(loadConfig({ TOKEN_CACHE: 'memory', TOKEN_CACHE_TABLE: 'unused' }).tokenCache).toEqual({ mode: 'memory' });
   });
 
   it.each([
@@ -99,7 +124,9 @@ describe('loadConfig', () => {
     ['ON', 'memory'],
     ['SHARED', 'shared'],
   ])('reads TOKEN_CACHE=%p as %p', (value, mode) => {
-    expect(loadConfig({ TOKEN_CACHE: value, TOKEN_CACHE_TABLE: 'cache-table' }).tokenCache).toBe(mode);
+    expect(loadConfig({ TOKEN_CACHE: value, TOKEN_CACHE_TABLE: 'cache-table', TOKEN_CACHE_PEPPER_SECRET: 'pepper' }).tokenCache.mode).toBe(
+      mode,
+    );
   });
 
   it.each(['yes', 'true', '1', 'enabled', 'dynamodb'])('fails naming TOKEN_CACHE and its values for %p', (value) => {

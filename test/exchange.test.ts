@@ -98,6 +98,30 @@ describe('a kept-alive socket that fails', () => {
     expect(idp.server.connections).toBe(connectionsBefore);
   });
 
+  it("is not retried for a caller's private_key_jwt assertion: the IdP would take its jti for a replay", async () => {
+    // Prepare: a caller-signed assertion (only its shape is checked here), and a dead pooled socket
+    const segment = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const assertion = `${segment({ alg: 'ES256' })}.${segment({ jti: 'once-only' })}.c2lnbmF0dXJl`;
+    const stop = failNextReusedSocket(coded('ECONNRESET'));
+    const connectionsBefore = idp.server.connections;
+
+    // Act
+    const result = await idp.handle(
+      tokenEvent({
+        client_id: 'service-a',
+        client_assertion: assertion,
+        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+        access_token_url: `${idp.server.origin}/token`,
+      }),
+    );
+    stop();
+
+    // Assess
+    expect(result.statusCode).toBe(502);
+    expect(idp.server.received).toHaveLength(0);
+    expect(idp.server.connections).toBe(connectionsBefore);
+  });
+
   it('is retried when the IdP really resets it on the next request', async () => {
     // Prepare: the server drops the connection that carried the first request
     const reused = idp.server.connections;

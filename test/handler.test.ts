@@ -494,7 +494,7 @@ describe('401 unauthorized', () => {
     [401, { error: 'invalid_client', error_description: `secret ${SECRET} is wrong` }],
     [403, { error: 'unauthorized_client' }],
     [404, '<html>not found</html>'],
-    [429, { error: 'slow_down' }],
+    [409, { error: 'invalid_request' }],
   ])('when the IdP answers %i, with the fixed description and nothing of its answer', async (status, answer) => {
     idp.server.answer(json(status, answer, typeof answer === 'string' ? { 'content-type': 'text/html' } : {}));
 
@@ -504,6 +504,55 @@ describe('401 unauthorized', () => {
     expect(result.headers).toEqual(CONTRACT_HEADERS);
     expect(bodyOf(result)).toStrictEqual({ code: 'unauthorized', description: 'Unauthorized credentials provided' });
     expect(idp.observed.records[0]).toMatchObject({ outcome: 'unauthorized', idp_status: status });
+  });
+});
+
+describe('503 upstream_throttled', () => {
+  const throttled = async (status: number, headers: Record<string, string>) => {
+    idp.server.answer(json(status, { error: 'slow_down' }, headers));
+    const result = await idp.handle(tokenEvent(request()));
+    expect(result.statusCode).toBe(503);
+    expect(bodyOf(result)).toStrictEqual({
+      code: 'upstream_throttled',
+      description: 'The identity provider asked to wait before the next token request: retry after retry-after seconds',
+    });
+    expect(idp.observed.records[0]).toMatchObject({ outcome: 'upstream_throttled', idp_status: status });
+    return result.headers;
+  };
+
+  it('when the IdP answers 429 without Retry-After: retry after 1 s', async () => {
+    expect(await throttled(429, {})).toEqual({ ...CONTRACT_HEADERS, 'retry-after': '1' });
+  });
+
+  it("when the IdP answers 429 with Retry-After in seconds: the IdP's seconds", async () => {
+    expect((await throttled(429, { 'retry-after': '17' }))?.['retry-after']).toBe('17');
+  });
+
+  it('when the IdP answers 503 with Retry-After as an HTTP date: the seconds until then, rounded up', async () => {
+    const inTwentySeconds = new Date(Date.now() + 20_000).toUTCString();
+
+    const seconds = Number((await throttled(503, { 'retry-after': inTwentySeconds }))?.['retry-after']);
+
+    // The date has whole seconds: between 19 and 20 s from now, rounded up, less the time the request took.
+    expect(seconds).toBeGreaterThanOrEqual(18);
+    expect(seconds).toBeLessThanOrEqual(20);
+  });
+
+  it.each([
+    ['more than 60 s', '3600', '60'],
+    ['0 s', '0', '1'],
+    ['a date in the past', 'Thu, 01 Jan 1970 00:00:00 GMT', '1'],
+    ['not a number or a date', 'soon', '1'],
+  ])('holds a Retry-After of %s between 1 and 60 s', async (_case, value, seconds) => {
+    expect((await throttled(429, { 'retry-after': value }))?.['retry-after']).toBe(seconds);
+  });
+
+  it('with the cache off, holds nothing back: the next request reaches the IdP', async () => {
+    await throttled(429, { 'retry-after': '30' });
+
+    await idp.handle(tokenEvent(request()));
+
+    expect(idp.server.received).toHaveLength(2);
   });
 });
 
@@ -525,7 +574,7 @@ describe('502 upstream_error', () => {
     expect(result.body).not.toContain('Internal Server Error');
   });
 
-  it('when the IdP answers 503 with a JSON error', async () => {
+  it('when the IdP answers 503 with a JSON error and no Retry-After', async () => {
     idp.server.answer(json(503, { error: 'temporarily_unavailable' }));
     await expectUpstreamError();
   });

@@ -112,6 +112,7 @@ describe('the log line of each request', () => {
     ['fails', json(503, { error: 'down' }), 'upstream_error', 503],
     // Never answered: the exchange gives up at UPSTREAM_TIMEOUT_MS.
     ['does not answer in time', () => undefined, 'upstream_timeout', undefined],
+    ['asks to wait', json(429, { error: 'slow_down' }), 'upstream_throttled', 429],
   ])('is a WARN when the IdP %s', async (_case, script, outcome, idpStatus) => {
     // Prepare
     const handle = createHandler(
@@ -252,6 +253,50 @@ describe('the EMF metrics of each request', () => {
       ['memory', undefined, 1],
     ]);
     expect(requestLogs(lines).map((line) => line.cache)).toEqual(['miss', 'memory']);
+  });
+
+  it('count stale answers, refreshes ahead, remembered failures and holds, the last three on one undimensioned line', async () => {
+    // Prepare: a 100 s token is refreshed ahead from 50 s and goes stale at 70 s
+    let now = Date.now();
+    const handle = createHandler(
+      loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, TOKEN_CACHE: 'memory' }),
+      powertoolsObservability('INFO'),
+      () => now,
+    );
+    server.answer(json(200, { ...DEMO_TOKEN, expires_in: 100 }));
+
+    // Act: a miss; a refresh ahead that fails; a stale answer from that remembered failure; a hold
+    const lines = await captureOutput(async () => {
+      await handle(tokenEvent(tokenBody()));
+      now += 69_500;
+      server.answer(json(500, { error: 'server_error' }));
+      await handle(tokenEvent(tokenBody()));
+      now += 700;
+      await handle(tokenEvent(tokenBody()));
+      server.answer(json(429, { error: 'slow_down' }));
+      await handle(tokenEvent(tokenBody({ client_id: 'held-client' })));
+      await handle(tokenEvent(tokenBody({ client_id: 'held-client' })));
+    });
+
+    // Assess
+    const tierLines = parse(lines).filter((line) => line.tier !== undefined);
+    expect(tierLines.map((line) => [line.tier, metricNames(line)])).toEqual([
+      ['miss', ['CacheMisses']],
+      ['memory', ['CacheHits']],
+      ['stale', ['CacheStale']],
+      ['miss', ['CacheMisses']],
+      ['miss', ['CacheMisses']],
+    ]);
+    const events = parse(lines).filter((line) => line.tier === undefined && line.outcome === undefined && line._aws !== undefined);
+    expect(events.map((line) => metricNames(line))).toEqual([['CacheRefreshesAhead'], ['CacheRememberedFailures'], ['CacheHolds']]);
+    expect(events.every((line) => line.service === 'token-exchange')).toBe(true);
+    expect(requestLogs(lines).map((line) => [line.cache, line.cache_refresh, line.cache_remembered])).toEqual([
+      ['miss', undefined, undefined],
+      ['memory', 'ahead', undefined],
+      ['stale', undefined, 'failure'],
+      ['miss', undefined, undefined],
+      ['miss', undefined, 'hold'],
+    ]);
   });
 });
 

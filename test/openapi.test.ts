@@ -279,6 +279,39 @@ describe("the handler's real responses match openapi.yaml", () => {
     expectDocumented(result, 502);
   });
 
+  it('answers 503 upstream_throttled as documented, with retry-after, when the IdP asks to wait', async () => {
+    // Prepare
+    server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '7' }));
+
+    // Act
+    const result = await handler(tokenEvent(validBody()));
+
+    // Assess
+    expectDocumented(result, 503);
+    expect(result.headers?.['retry-after']).toBe('7');
+  });
+
+  it('answers 200 stale as documented when the IdP fails and a kept token has gone stale', async () => {
+    // Prepare: a 40 s token goes stale after 10 s, and the instance's clock is moved past that
+    let now = Date.now();
+    const cached = createHandler(
+      loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '300', TOKEN_CACHE: 'memory' }),
+      recordingObservability(),
+      () => now,
+    );
+    server.answer(json(200, { ...DEMO_TOKEN, expires_in: 40 }));
+    await cached(tokenEvent(validBody()));
+    now += 15_000;
+    server.answer(json(500, { error: 'server_error' }));
+
+    // Act
+    const result = await cached(tokenEvent(validBody()));
+
+    // Assess
+    expectDocumented(result, 200);
+    expect(result.headers?.['x-token-cache']).toBe('stale');
+  });
+
   it('answers 504 upstream_timeout as documented when the IdP does not answer in time', async () => {
     // Prepare: never answer; closing the server destroys the held socket.
     server.answer(() => undefined);

@@ -15,12 +15,35 @@ export interface Instance {
   close(): void;
 }
 
+/** Wall-clock time that stands still until a test moves it: an instance's clock, or a skewed one. */
+export interface TestClock {
+  readonly now: () => number;
+  /** Move this clock by `ms` (and every clock made from it with {@link skewed}). */
+  advance(ms: number): void;
+  /** A clock that reads `ms` ahead of this one (behind, when negative), and moves with it. */
+  skewed(ms: number): TestClock;
+}
+
+/** A clock stopped at the present moment (or `base`'s, `offset` ahead), moved only by `advance`. */
+export function testClock(offset = 0, base?: TestClock): TestClock {
+  let at = Date.now();
+  const clock: TestClock = {
+    now: () => (base ? base.now() : at) + offset,
+    advance: (ms) => {
+      if (base) base.advance(ms);
+      else at += ms;
+    },
+    skewed: (ms) => testClock(ms, clock),
+  };
+  return clock;
+}
+
 /**
  * A fresh function instance as Lambda starts one: every module of the handler loaded anew
  * (jest.isolateModules), configured from process.env (and `env`) by the deployed code's own loadConfig. Two
- * instances share nothing but what lies outside the process: the IdP and the table.
+ * instances share nothing but what lies outside the process: the IdP and the table. `clock` is its wall clock.
  */
-export function freshInstance(env: Record<string, string> = {}): Instance {
+export function freshInstance(env: Record<string, string> = {}, clock: () => number = Date.now): Instance {
   let instance: Instance | undefined;
   jest.isolateModules(() => {
     const { createHandler } = require('../../lambda/handler') as typeof Handler;
@@ -28,7 +51,7 @@ export function freshInstance(env: Record<string, string> = {}): Instance {
     const { destroyAgents } = require('../../lambda/guarded-agents') as typeof GuardedAgents;
     const observability = recordingObservability();
     instance = {
-      handle: createHandler(loadConfig({ ...process.env, ...env }), observability),
+      handle: createHandler(loadConfig({ ...process.env, ...env }), observability, clock),
       records: observability.records,
       close: destroyAgents,
     };

@@ -9,6 +9,8 @@ const REPO_ROOT = join(__dirname, '..', '..');
 export interface HandlerProcess {
   invoke(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2>;
   stop(): Promise<void>;
+  /** End the process at once, as a Lambda instance dies: no cleanup, nothing more sent or written. */
+  kill(): Promise<void>;
 }
 
 type Reply = { ready: true } | { id: number; result: APIGatewayProxyStructuredResultV2 } | { id: number; rejected: string };
@@ -64,6 +66,11 @@ export async function startHandlerProcess(env: NodeJS.ProcessEnv): Promise<Handl
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.disconnect();
+      await exited;
+    },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGKILL');
       await exited;
     },
   };

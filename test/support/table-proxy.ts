@@ -1,18 +1,19 @@
 import { once } from 'node:events';
-import { createServer, request as forward } from 'node:http';
+import { createServer, type IncomingHttpHeaders, request as forward } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
 /**
  * How the proxy treats the next requests: pass them through, pass them late, never answer, cut the
  * connection, or answer a DynamoDB error itself (status and `__type`, as DynamoDB sends them). Never
- * answering and the errors apply to every request, or `only` to one operation.
+ * answering and the errors apply to every request, or `only` to one operation, or only to requests
+ * whose body holds `matching` (one instance's claim, say).
  */
 export type ProxyMode =
   | { kind: 'pass' }
-  | { kind: 'delay'; ms: number }
-  | { kind: 'hang'; only?: Operation }
+  | { kind: 'delay'; ms: number; matching?: string }
+  | { kind: 'hang'; only?: Operation; matching?: string }
   | { kind: 'reset' }
-  | { kind: 'error'; status: number; type: string; only?: Operation };
+  | { kind: 'error'; status: number; type: string; only?: Operation; matching?: string };
 
 type Operation = 'GetItem' | 'PutItem' | 'DeleteItem';
 
@@ -25,7 +26,11 @@ export interface TableProxy {
   close(): Promise<void>;
 }
 
-/** A small HTTP proxy on 127.0.0.1 in front of a DynamoDB-compatible server: the table in trouble, on demand. */
+/**
+ * A small HTTP proxy on 127.0.0.1 in front of a DynamoDB-compatible server: the table in trouble, on
+ * demand. It also does what DynamoDB does and dynalite does not: a conditional write refused with
+ * `ReturnValuesOnConditionCheckFailure: ALL_OLD` comes back with the item that refused it.
+ */
 export async function startTableProxy(target: string): Promise<TableProxy> {
   let mode: ProxyMode = { kind: 'pass' };
   const received: { operation: string; body: string }[] = [];
@@ -34,40 +39,46 @@ export async function startTableProxy(target: string): Promise<TableProxy> {
   const server = createServer((incoming, outgoing) => {
     const seen = { operation: String(incoming.headers['x-amz-target'] ?? ''), body: '' };
     received.push(seen);
-    incoming.on('data', (chunk: Buffer) => {
-      seen.body += chunk.toString('utf8');
-    });
-    const current = mode;
-    const applies = !('only' in current) || current.only === undefined || seen.operation.endsWith(`.${current.only}`);
-    if (current.kind === 'hang' && applies) return;
-    if (current.kind === 'reset') {
-      incoming.socket.destroy();
-      return;
-    }
-    if (current.kind === 'error' && applies) {
-      incoming.resume();
-      outgoing.writeHead(current.status, { 'content-type': 'application/x-amz-json-1.0' });
-      outgoing.end(JSON.stringify({ __type: `com.amazonaws.dynamodb.v20120810#${current.type}`, message: 'scripted by the test proxy' }));
-      return;
-    }
-    const pass = () => {
-      const upstream = forward(`${target}${incoming.url ?? '/'}`, { method: incoming.method, headers: incoming.headers }, (answer) => {
-        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(outgoing);
-      });
-      upstream.on('error', () => outgoing.destroy());
-      incoming.pipe(upstream);
-    };
-    if (current.kind === 'delay') {
-      incoming.pause();
-      const timer = setTimeout(() => {
-        timers.delete(timer);
+    const chunks: Buffer[] = [];
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+    incoming.on('end', () => {
+      seen.body = Buffer.concat(chunks).toString('utf8');
+      const current = mode;
+      const applies =
+        (!('only' in current) || current.only === undefined || seen.operation.endsWith(`.${current.only}`)) &&
+        (!('matching' in current) || current.matching === undefined || seen.body.includes(current.matching));
+      if (current.kind === 'hang' && applies) return;
+      if (current.kind === 'reset') {
+        incoming.socket.destroy();
+        return;
+      }
+      if (current.kind === 'error' && applies) {
+        outgoing.writeHead(current.status, { 'content-type': 'application/x-amz-json-1.0' });
+        outgoing.end(JSON.stringify({ __type: `com.amazonaws.dynamodb.v20120810#${current.type}`, message: 'scripted by the test proxy' }));
+        return;
+      }
+      const pass = () => {
+        void send(target, incoming.headers, seen.body).then(
+          async (answer) => {
+            const body = await withOldItem(target, incoming.headers, seen.body, answer);
+            // The whole body is sent at once, with its length, never chunked.
+            const { 'transfer-encoding': _chunked, ...headers } = answer.headers;
+            outgoing.writeHead(answer.status, { ...headers, 'content-length': String(Buffer.byteLength(body)) });
+            outgoing.end(body);
+          },
+          () => outgoing.destroy(),
+        );
+      };
+      if (current.kind === 'delay' && applies) {
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          pass();
+        }, current.ms);
+        timers.add(timer);
+      } else {
         pass();
-      }, current.ms);
-      timers.add(timer);
-    } else {
-      pass();
-    }
+      }
+    });
   });
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
@@ -88,4 +99,47 @@ export async function startTableProxy(target: string): Promise<TableProxy> {
       await once(server, 'close');
     },
   };
+}
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+function send(target: string, headers: IncomingHttpHeaders, body: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const upstream = forward(
+      target,
+      { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+      (answer) => {
+        const chunks: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+        answer.on('end', () =>
+          resolve({ status: answer.statusCode ?? 502, headers: answer.headers, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+        answer.on('error', reject);
+      },
+    );
+    upstream.on('error', reject);
+    upstream.end(body);
+  });
+}
+
+/** DynamoDB's answer to a refused conditional write that asked for ALL_OLD: the refusal, with the item in it. */
+async function withOldItem(target: string, headers: IncomingHttpHeaders, requestBody: string, answer: Answer): Promise<string> {
+  if (answer.status !== 400 || !answer.body.includes('ConditionalCheckFailedException')) return answer.body;
+  const request = JSON.parse(requestBody) as {
+    TableName: string;
+    Item: Record<string, unknown>;
+    ReturnValuesOnConditionCheckFailure?: string;
+  };
+  if (request.ReturnValuesOnConditionCheckFailure !== 'ALL_OLD') return answer.body;
+  const read = await send(
+    target,
+    { ...headers, 'x-amz-target': 'DynamoDB_20120810.GetItem' },
+    JSON.stringify({ TableName: request.TableName, Key: { pk: request.Item.pk }, ConsistentRead: true }),
+  );
+  const { Item } = JSON.parse(read.body) as { Item?: unknown };
+  return Item === undefined ? answer.body : JSON.stringify({ ...(JSON.parse(answer.body) as object), Item });
 }

@@ -1,0 +1,74 @@
+import type { IdpToken } from '../exchange';
+
+/** A token the cache keeps: the IdP's answer as received, and when it arrived (epoch ms). */
+export interface Entry {
+  readonly token: IdpToken;
+  readonly receivedAt: number;
+}
+
+/** Where a kept token is in its life, which decides how a request for it is answered. */
+export type Phase = 'fresh' | 'refresh' | 'stale' | 'expired';
+
+const MIN_MARGIN_MS = 30_000;
+const MARGIN_FRACTION = 0.1;
+const REFRESH_LEAD_MS = 30_000;
+
+/** The token's `expires_in` in milliseconds, or NaN when it has none usable (RFC 6749 5.1: seconds). */
+function lifetimeMs(token: IdpToken): number {
+  // Some IdPs send expires_in as a numeric string.
+  const value = token.expires_in;
+  const seconds = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+  return typeof seconds === 'number' && Number.isFinite(seconds) ? seconds * 1000 : Number.NaN;
+}
+
+/** The margin before expiry in which a token is no longer handed out as fresh: the larger of 30 s and 10%. */
+function marginMs(lifetime: number): number {
+  return Math.max(MIN_MARGIN_MS, lifetime * MARGIN_FRACTION);
+}
+
+/** Whether a token may be kept at all: a numeric `expires_in` longer than its margin. */
+export function keepable(token: IdpToken): boolean {
+  const lifetime = lifetimeMs(token);
+  return lifetime > marginMs(lifetime);
+}
+
+/**
+ * The phase of a kept token at `now`. Stale at `expires_in` less the margin; refreshed ahead from the
+ * later of half its life and 30 s before it goes stale; expired at `expires_in`.
+ */
+export function phaseOf(entry: Entry, now: number): Phase {
+  const lifetime = lifetimeMs(entry.token);
+  const age = now - entry.receivedAt;
+  if (!(age < lifetime)) return 'expired';
+  const staleAfter = lifetime - marginMs(lifetime);
+  if (age >= staleAfter) return 'stale';
+  return age >= Math.max(lifetime / 2, staleAfter - REFRESH_LEAD_MS) ? 'refresh' : 'fresh';
+}
+
+/** When a kept token expires (epoch ms). */
+export function expiresAt(entry: Entry): number {
+  return entry.receivedAt + lifetimeMs(entry.token);
+}
+
+/**
+ * The kept token as a caller receives it: `expires_in` and `ext_expires_in` (Entra ID) lowered by the
+ * whole seconds elapsed since the IdP answered, each in the type the IdP used.
+ */
+export function answerFrom(entry: Entry, now: number): IdpToken {
+  const elapsed = Math.ceil(Math.max(0, now - entry.receivedAt) / 1000);
+  const token = { ...entry.token, expires_in: lowered(entry.token.expires_in, elapsed) };
+  if ('ext_expires_in' in token) token.ext_expires_in = lowered(token.ext_expires_in, elapsed);
+  return token;
+}
+
+function lowered(value: unknown, seconds: number): unknown {
+  if (typeof value === 'number' && Number.isFinite(value)) return Math.max(0, value - seconds);
+  if (typeof value === 'string' && /^\d+$/.test(value)) return String(Math.max(0, Number(value) - seconds));
+  return value;
+}
+
+/** The entry received last; either may be missing. */
+export function newest(a: Entry | undefined, b: Entry | undefined): Entry | undefined {
+  if (!a || !b) return a ?? b;
+  return b.receivedAt > a.receivedAt ? b : a;
+}

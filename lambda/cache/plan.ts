@@ -1,0 +1,111 @@
+import { type ExchangeError, MAX_RETRY_AFTER_SECONDS, type UpstreamFailureCode, UpstreamThrottled, upstreamFailure } from '../errors';
+import { type Entry, phaseOf } from './lifetime';
+
+/** A failure, or a hold (`upstream_throttled`), that answers for a key until `until` (epoch ms). */
+export interface Remembered {
+  readonly code: UpstreamFailureCode;
+  readonly until: number;
+}
+
+/** What a request asks of the cache besides its key: RFC 9111 `no-cache`, and when it arrived (epoch ms). */
+export interface Freshness {
+  readonly noCache: boolean;
+  readonly arrivedAt: number;
+}
+
+/** What one tier (this instance's memory, or the table) knows about a key at a moment. */
+export interface KeyView {
+  /** The newest kept token, unless it has expired. */
+  readonly entry: Entry | undefined;
+  /** A remembered failure still in force. */
+  readonly failure: Remembered | undefined;
+  /** A hold on the key's client id and token URL still in force. */
+  readonly hold: Remembered | undefined;
+  /** An exchange for the key is under way, here or in the fleet. */
+  readonly busy: boolean;
+  /** Someone is refreshing the kept token, or has just tried: no other refresh now. */
+  readonly refreshing: boolean;
+}
+
+export type Plan =
+  | { readonly act: 'answer'; readonly entry: Entry }
+  | { readonly act: 'fail'; readonly failure: Remembered; readonly cause: 'failure' | 'hold' }
+  | { readonly act: 'wait' }
+  | { readonly act: 'exchange'; readonly refresh: boolean };
+
+/** A `no-cache` request takes a token received at most this long before it arrived. */
+export const NO_CACHE_WINDOW_MS = 5000;
+
+const REMEMBERED_MS: Record<Exclude<UpstreamFailureCode, 'upstream_throttled'>, number> = {
+  unauthorized: 5000,
+  token_url_not_allowed: 1000,
+  upstream_error: 1000,
+  upstream_timeout: 1000,
+};
+
+/** A fresh failure as it is remembered: a rejection for 5 s, any other failure for 1 s, a hold as long as the IdP asked. */
+export function remember(error: ExchangeError & { readonly code: UpstreamFailureCode }, now: number): Remembered {
+  const forMs =
+    error instanceof UpstreamThrottled ? error.retryAfterSeconds * 1000 : REMEMBERED_MS[error.code as keyof typeof REMEMBERED_MS];
+  return { code: error.code, until: now + forMs };
+}
+
+/** How far apart two instances' clocks may be before what one wrote looks implausible to the other. */
+export const CLOCK_TOLERANCE_MS = 5000;
+
+/**
+ * Whether a remembered failure or hold is still in force, and no longer than any honest instance
+ * would have remembered it: a value dated further ahead is someone else's writing, and is ignored.
+ */
+export function inForce(remembered: Remembered, now: number): boolean {
+  const longest = remembered.code === 'upstream_throttled' ? MAX_RETRY_AFTER_SECONDS * 1000 : REMEMBERED_MS[remembered.code];
+  return remembered.until > now && remembered.until <= now + longest + CLOCK_TOLERANCE_MS;
+}
+
+/** Whether an exchange's error is one the cache remembers (a bug is not). */
+export function isRemembered(error: ExchangeError): error is ExchangeError & { readonly code: UpstreamFailureCode } {
+  return error.code in REMEMBERED_MS || error.code === 'upstream_throttled';
+}
+
+/**
+ * What to do for a request, from what a tier knows. One decision for both tiers, so memory and the
+ * table never disagree on the order: a fresh token first, then a refresh ahead by one request, then a
+ * hold, a remembered failure, an exchange under way, and only then the IdP.
+ */
+export function decide(view: KeyView, freshness: Freshness, now: number): Plan {
+  const { entry, failure, hold, busy } = view;
+  if (freshness.noCache) {
+    if (entry && entry.receivedAt >= freshness.arrivedAt - NO_CACHE_WINDOW_MS) return { act: 'answer', entry };
+    if (hold) return { act: 'fail', failure: hold, cause: 'hold' };
+    return busy ? { act: 'wait' } : { act: 'exchange', refresh: false };
+  }
+  const phase = entry ? phaseOf(entry, now) : 'expired';
+  if (entry && phase === 'fresh') return { act: 'answer', entry };
+  if (entry && phase === 'refresh') {
+    return hold || failure || view.refreshing ? { act: 'answer', entry } : { act: 'exchange', refresh: true };
+  }
+  if (hold) return { act: 'fail', failure: hold, cause: 'hold' };
+  if (failure) return { act: 'fail', failure, cause: 'failure' };
+  return busy ? { act: 'wait' } : { act: 'exchange', refresh: false };
+}
+
+/** What the cache answers in place of a failure: a kept token (`hit` or `stale`), or the failure's error. */
+export type FailureAnswer =
+  { readonly served: 'hit' | 'stale'; readonly entry: Entry } | { readonly served: 'error'; readonly error: ExchangeError };
+
+// RFC 5861 stale-if-error: only when the IdP gave no token, never after it refused the client.
+const SERVED_STALE: readonly UpstreamFailureCode[] = ['upstream_error', 'upstream_throttled', 'upstream_timeout'];
+
+/**
+ * The answer to a request whose exchange failed, or whose key has a failure or a hold in force: a
+ * kept token not yet stale is a hit as usual; a stale one answers a 502, 503 or 504 until it expires;
+ * a `no-cache` request gets the error.
+ */
+export function answerFailure(failure: Remembered, kept: Entry | undefined, freshness: Freshness, now: number): FailureAnswer {
+  if (kept && !freshness.noCache) {
+    const phase = phaseOf(kept, now);
+    if (phase === 'fresh' || phase === 'refresh') return { served: 'hit', entry: kept };
+    if (phase === 'stale' && SERVED_STALE.includes(failure.code)) return { served: 'stale', entry: kept };
+  }
+  return { served: 'error', error: upstreamFailure(failure.code, Math.ceil((failure.until - now) / 1000)) };
+}

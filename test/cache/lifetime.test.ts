@@ -1,0 +1,107 @@
+import type { IdpToken } from '../../lambda/exchange';
+import { answerFrom, expiresAt, keepable, newest, phaseOf } from '../../lambda/cache/lifetime';
+
+const RECEIVED = 1_800_000_000_000;
+const entry = (expiresIn: unknown, extra: Record<string, unknown> = {}) => ({
+  token: { access_token: 'at', expires_in: expiresIn, ...extra } as IdpToken,
+  receivedAt: RECEIVED,
+});
+
+describe('keepable', () => {
+  it.each([
+    ['a numeric expires_in over 30 s', 31, true],
+    ['a numeric string expires_in', '3600', true],
+    ['an expires_in of exactly 30 s', 30, false],
+    ['no expires_in', undefined, false],
+    ['a zero expires_in', 0, false],
+    ['a negative expires_in', -5, false],
+    ['a non-numeric expires_in', 'soon', false],
+    ['a fractional string expires_in', '3600.5', false],
+    ['an infinite expires_in', Number.POSITIVE_INFINITY, false],
+  ])('keeps a token with %s: %p', (_case, expiresIn, kept) => {
+    expect(keepable(entry(expiresIn).token)).toBe(kept);
+  });
+});
+
+describe('phaseOf', () => {
+  // A 1 h token: stale at 3600 - 360 s, refreshed ahead from 30 s before that.
+  it.each([
+    [0, 'fresh'],
+    [3_210_000 - 1, 'fresh'],
+    [3_210_000, 'refresh'],
+    [3_240_000 - 1, 'refresh'],
+    [3_240_000, 'stale'],
+    [3_600_000 - 1, 'stale'],
+    [3_600_000, 'expired'],
+  ])('is a 1 h token %p ms after it arrived: %s', (age, phase) => {
+    expect(phaseOf(entry(3600), RECEIVED + age)).toBe(phase);
+  });
+
+  // A 2 min token: margin 30 s, so stale at 90 s; never refreshed in the first half of its life (60 s).
+  it.each([
+    [60_000 - 1, 'fresh'],
+    [60_000, 'refresh'],
+    [90_000 - 1, 'refresh'],
+    [90_000, 'stale'],
+    [120_000, 'expired'],
+  ])('is a 2 min token %p ms after it arrived: %s', (age, phase) => {
+    expect(phaseOf(entry(120), RECEIVED + age)).toBe(phase);
+  });
+
+  it('counts a token without a usable expires_in as expired', () => {
+    expect(phaseOf(entry(undefined), RECEIVED)).toBe('expired');
+  });
+
+  it('counts a string expires_in as the seconds it spells', () => {
+    expect(phaseOf(entry('3600'), RECEIVED + 3_240_000)).toBe('stale');
+  });
+});
+
+describe('answerFrom', () => {
+  it('lowers expires_in by the whole seconds elapsed, rounded up', () => {
+    expect(answerFrom(entry(3600), RECEIVED + 100_500).expires_in).toBe(3499);
+    expect(answerFrom(entry(3600), RECEIVED).expires_in).toBe(3600);
+  });
+
+  it('keeps a string expires_in a string', () => {
+    expect(answerFrom(entry('600'), RECEIVED + 60_000).expires_in).toBe('540');
+  });
+
+  it("lowers Entra ID's ext_expires_in by the same seconds, in the type the IdP used", () => {
+    expect(answerFrom(entry(3600, { ext_expires_in: 7200 }), RECEIVED + 60_000)).toMatchObject({ expires_in: 3540, ext_expires_in: 7140 });
+    expect(answerFrom(entry(3600, { ext_expires_in: '7200' }), RECEIVED + 60_000).ext_expires_in).toBe('7140');
+  });
+
+  it('never lowers below zero, and leaves a value that is not a number of seconds as it is', () => {
+    expect(answerFrom(entry(3600, { ext_expires_in: 10 }), RECEIVED + 60_000).ext_expires_in).toBe(0);
+    expect(answerFrom(entry(3600, { ext_expires_in: '10' }), RECEIVED + 60_000).ext_expires_in).toBe('0');
+    expect(answerFrom(entry(3600, { ext_expires_in: 'later' }), RECEIVED + 60_000).ext_expires_in).toBe('later');
+  });
+
+  it('adds no ext_expires_in where the IdP sent none, and changes nothing else', () => {
+    const answered = answerFrom(entry(3600, { scope: 'read' }), RECEIVED + 1000);
+
+    expect(answered).toEqual({ access_token: 'at', expires_in: 3599, scope: 'read' });
+  });
+
+  it('never raises expires_in for a token dated ahead of this clock', () => {
+    expect(answerFrom(entry(3600), RECEIVED - 2000).expires_in).toBe(3600);
+  });
+});
+
+describe('expiresAt and newest', () => {
+  it('dates expiry expires_in after arrival', () => {
+    expect(expiresAt(entry(3600))).toBe(RECEIVED + 3_600_000);
+  });
+
+  it('picks the entry received last, or the one there is', () => {
+    const older = entry(3600);
+    const younger = { ...entry(3600), receivedAt: RECEIVED + 1 };
+
+    expect(newest(older, younger)).toBe(younger);
+    expect(newest(younger, older)).toBe(younger);
+    expect(newest(undefined, older)).toBe(older);
+    expect(newest(older, undefined)).toBe(older);
+    expect(newest(undefined, undefined)).toBeUndefined();
+  });
+});

@@ -1,0 +1,192 @@
+import { createCipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import fc from 'fast-check';
+import { openState, sealState } from '../../lambda/cache/item-state';
+import { holdItemKeys, type ItemKeys, open, requestItemKeys, seal } from '../../lambda/cache/sealed-item';
+
+const TEXT = JSON.stringify([
+  ['accessTokenUrl', 'https://idp.example.com/token'],
+  ['clientId', 'service-a'],
+  ['scope', 'read'],
+]);
+const SECRET = 'sealed-item-test-secret';
+const PEPPER = Buffer.from('sealed-item-test-pepper-of-at-least-32-characters');
+const VALUE = {
+  kind: 'entry',
+  entry: { token: { access_token: 'eyJhbGciOi.sealed.token', token_type: 'Bearer', expires_in: 3600 }, receivedAt: 1_800_000_000_000 },
+};
+const EXPIRES = 1_800_003_600;
+const DOMAIN = 'token-exchange/shared-token-cache/v2';
+
+/** A value in the sealed format (version, IV, ciphertext, tag; AAD = label, item key, expiry) around any plaintext. */
+function sealRaw(keys: ItemKeys, plaintext: string, expires = EXPIRES): Buffer {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', keys.sealKey, iv);
+  cipher.setAAD(Buffer.from(`${DOMAIN}\0${keys.itemKey}\0${expires}`));
+  const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  return Buffer.concat([Buffer.of(2), iv, ciphertext, cipher.getAuthTag()]);
+}
+
+describe('requestItemKeys', () => {
+  it('derives a 32-byte item key and a 32-byte seal key, the same for the same pepper, secret and request', () => {
+    const keys = requestItemKeys(PEPPER, SECRET, TEXT);
+
+    expect(Buffer.from(keys.itemKey, 'base64url')).toHaveLength(32);
+    expect(keys.sealKey).toHaveLength(32);
+    expect(requestItemKeys(PEPPER, SECRET, TEXT)).toEqual(keys);
+  });
+
+  it('is HKDF-SHA-256 with the secret as keying material and an HMAC of the request under the pepper as salt', () => {
+    const salt = createHmac('sha256', PEPPER).update(`${DOMAIN}/request\0${TEXT}`).digest();
+    const okm = Buffer.from(hkdfSync('sha256', SECRET, salt, `${DOMAIN}/request-keys`, 64));
+
+    expect(requestItemKeys(PEPPER, SECRET, TEXT)).toEqual({
+      sealKey: okm.subarray(0, 32),
+      itemKey: okm.subarray(32).toString('base64url'),
+    });
+  });
+
+  it.each([
+    ['another secret', () => requestItemKeys(PEPPER, `${SECRET}x`, TEXT)],
+    ['another request', () => requestItemKeys(PEPPER, SECRET, TEXT.replace('read', 'write'))],
+    [
+      'another pepper: a table copied to another deployment, or read by someone without it, gives nothing',
+      () => requestItemKeys(Buffer.from('another pepper'), SECRET, TEXT),
+    ],
+  ])('gives %s another item and another key', (_case, other) => {
+    const keys = requestItemKeys(PEPPER, SECRET, TEXT);
+
+    expect(other().itemKey).not.toBe(keys.itemKey);
+    expect(other().sealKey.equals(keys.sealKey)).toBe(false);
+  });
+
+  it('derives the same keys in every version: items outlive a deployment, so the derivation is a stored format', () => {
+    const keys = requestItemKeys(PEPPER, SECRET, TEXT);
+
+    expect(keys.itemKey).toBe('DWfne0U2egnws3CNgBgMAo8TKBtULQdg84J-XgMDIDI');
+    expect(keys.sealKey.toString('hex')).toBe('d4231faf5e5f3e9b2402f7fb1487efc469e035bad3b6dcda92adf87ccc255fe9');
+  });
+
+  it('derives keys for an empty secret too (a public client), from the request and the pepper', () => {
+    expect(requestItemKeys(PEPPER, '', TEXT).sealKey).toHaveLength(32);
+  });
+});
+
+describe('holdItemKeys', () => {
+  it('derives from the pepper and the hold key alone, apart from every request item', () => {
+    const keys = holdItemKeys(PEPPER, '["service-a","https://idp.example.com/token"]');
+
+    expect(holdItemKeys(PEPPER, '["service-a","https://idp.example.com/token"]')).toEqual(keys);
+    expect(holdItemKeys(Buffer.from('another pepper'), '["service-a","https://idp.example.com/token"]').itemKey).not.toBe(keys.itemKey);
+    expect(holdItemKeys(PEPPER, '["service-b","https://idp.example.com/token"]').itemKey).not.toBe(keys.itemKey);
+    expect(keys.itemKey).not.toBe(requestItemKeys(PEPPER, '', TEXT).itemKey);
+  });
+});
+
+describe('seal and open', () => {
+  const keys = requestItemKeys(PEPPER, SECRET, TEXT);
+
+  it('opens what it sealed, with the same keys', () => {
+    expect(open(keys, EXPIRES, seal(keys, EXPIRES, VALUE))).toEqual(VALUE);
+  });
+
+  it('seals with a fresh IV each time', () => {
+    expect(seal(keys, EXPIRES, VALUE).equals(seal(keys, EXPIRES, VALUE))).toBe(false);
+  });
+
+  it('holds nothing of the value in the clear', () => {
+    const sealed = seal(keys, EXPIRES, VALUE).toString('latin1');
+
+    for (const part of ['sealed.token', 'Bearer', 'access_token', 'entry', 'receivedAt']) expect(sealed).not.toContain(part);
+  });
+
+  it('pads to 256-byte blocks: a JSON of exactly 256 bytes to one block, 257 to two', () => {
+    const sealedLength = (length: number) => seal(keys, EXPIRES, 'a'.repeat(length - 2)).length - 1 - 12 - 16;
+
+    expect([sealedLength(1 + 2), sealedLength(256), sealedLength(257)]).toEqual([256, 256, 512]);
+  });
+
+  it('opens a value sealed in the format by other code (version 2, IV, ciphertext, tag; AAD: label, item key, expiry)', () => {
+    expect(open(keys, EXPIRES, sealRaw(keys, `${JSON.stringify(VALUE)}   `))).toEqual(VALUE);
+  });
+
+  it.each<[string, () => unknown]>([
+    ['under another secret', () => open(requestItemKeys(PEPPER, 'another-secret', TEXT), EXPIRES, seal(keys, EXPIRES, VALUE))],
+    ['under another pepper', () => open(requestItemKeys(Buffer.from('x'), SECRET, TEXT), EXPIRES, seal(keys, EXPIRES, VALUE))],
+    ['with another clear expiry (the TTL attribute is authenticated)', () => open(keys, EXPIRES + 1, seal(keys, EXPIRES, VALUE))],
+    ['under another item key with the same seal key', () => open({ ...keys, itemKey: 'other' }, EXPIRES, seal(keys, EXPIRES, VALUE))],
+    [
+      'from another format version (v1 items, made without a pepper)',
+      () => open(keys, EXPIRES, Buffer.concat([Buffer.of(1), seal(keys, EXPIRES, VALUE).subarray(1)])),
+    ],
+    ['from a sealed value that is not JSON', () => open(keys, EXPIRES, sealRaw(keys, 'not json'))],
+    ['from a sealed empty value', () => open(keys, EXPIRES, sealRaw(keys, ''))],
+  ])('opens nothing %s', (_case, attempt) => {
+    expect(attempt()).toBeUndefined();
+  });
+
+  it('opens nothing from any change of a single byte, or any truncation', () => {
+    const sealed = seal(keys, EXPIRES, VALUE);
+    fc.assert(
+      fc.property(
+        fc.nat({ max: sealed.length - 1 }),
+        fc.integer({ min: 1, max: 255 }),
+        fc.nat({ max: sealed.length - 1 }),
+        (at, flip, cut) => {
+          const changed = Buffer.from(sealed);
+          changed[at] = (changed[at] as number) ^ flip;
+          return open(keys, EXPIRES, changed) === undefined && open(keys, EXPIRES, sealed.subarray(0, cut)) === undefined;
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('round-trips any token object', () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1 }), fc.dictionary(fc.string(), fc.jsonValue()), (accessToken, extra) => {
+        const state = { kind: 'entry', entry: { token: { ...extra, access_token: accessToken }, receivedAt: 1 } };
+        return JSON.stringify(open(keys, EXPIRES, seal(keys, EXPIRES, state))) === JSON.stringify(state);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('sealState and openState', () => {
+  const keys = requestItemKeys(PEPPER, SECRET, TEXT);
+  const entry = { token: { access_token: 'at', expires_in: 3600 }, receivedAt: 1_800_000_000_000 };
+
+  it.each([
+    ['an entry, at its expiry', { kind: 'entry', entry }, 1_800_003_600],
+    [
+      'a lease keeping an entry, at the later of the two',
+      { kind: 'lease', holder: 'h', until: 1_800_000_005_000, kept: entry },
+      1_800_003_600,
+    ],
+    ['a lease keeping nothing, at its end', { kind: 'lease', holder: 'h', until: 1_800_000_005_001, kept: undefined }, 1_800_000_006],
+    [
+      'a failure keeping an entry',
+      { kind: 'failure', holder: 'h', failure: { code: 'upstream_error', until: 1 }, kept: entry },
+      1_800_003_600,
+    ],
+    [
+      'a rejection, at its end',
+      { kind: 'failure', holder: 'h', failure: { code: 'unauthorized', until: 1_800_000_005_000 }, kept: undefined },
+      1_800_000_005,
+    ],
+    ['a token for waiters, at its end', { kind: 'answered', holder: 'h', entry, until: 1_800_000_005_000 }, 1_800_000_005],
+    ['a hold, at its end', { kind: 'hold', hold: { code: 'upstream_throttled', until: 1_800_000_030_000 } }, 1_800_000_030],
+  ] as const)('seals %s, with the TTL in whole seconds rounded up', (_case, state, expiresSeconds) => {
+    const sealed = sealState(keys, state);
+
+    expect(sealed.expiresSeconds).toBe(expiresSeconds);
+    expect(openState(keys, sealed.expiresSeconds, sealed.sealed)).toEqual(JSON.parse(JSON.stringify(state)));
+  });
+
+  it('opens nothing from an item without a state or without a TTL', () => {
+    const sealed = sealState(keys, { kind: 'entry', entry });
+
+    expect(openState(keys, undefined, sealed.sealed)).toBeUndefined();
+    expect(openState(keys, sealed.expiresSeconds, undefined)).toBeUndefined();
+  });
+});

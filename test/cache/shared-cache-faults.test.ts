@@ -1,0 +1,647 @@
+import type { ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { sealState } from '../../lambda/cache/item-state';
+import { TableCalls, tableErrorName } from '../../lambda/cache/table-calls';
+import { loadConfig } from '../../lambda/config';
+import { createHandler } from '../../lambda/handler';
+import { powertoolsObservability } from '../../lambda/observability';
+import { bodyOf, tokenEvent } from '../support/events';
+import { freshInstance, type Instance, issuingIdp, testClock } from '../support/fleet';
+import { startHandlerProcess } from '../support/handler-process';
+import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../support/shared-table';
+import { type ProxyMode, startTableProxy, type TableProxy } from '../support/table-proxy';
+import { json, type ReceivedRequest, type Script, startTokenServer, type TokenServer } from '../support/token-server';
+
+// The table in trouble: every instance here reaches dynalite through a proxy that can delay, hang,
+// cut, or answer DynamoDB errors itself. Whatever the table does, the caller gets the IdP's answer,
+// within its deadline; and a holder that stops renewing its claim costs its key under a second.
+
+const SECRET = 'faults-test-secret-20b4';
+let server: TokenServer;
+let table: SharedTable;
+let proxy: TableProxy;
+const instances: Instance[] = [];
+
+function instance(env: Record<string, string> = {}): Instance {
+  const created = freshInstance(env);
+  instances.push(created);
+  return created;
+}
+
+const body = (clientId: string, overrides: Record<string, unknown> = {}) => ({
+  client_id: clientId,
+  client_secret: SECRET,
+  access_token_url: `${server.origin}/token`,
+  ...overrides,
+});
+
+/** An IdP that answers `script` `ms` later. */
+const after =
+  (ms: number, script: Script): Script =>
+  (request: ReceivedRequest, response: ServerResponse) => {
+    setTimeout(() => void script(request, response), ms);
+  };
+
+/** The operations (`GetItem`...) the proxy saw for a request's item, in order. */
+function callsFor(requestBody: Record<string, unknown>): { operation: string; body: Record<string, unknown> }[] {
+  const { itemKey } = table.keysOf(requestBody);
+  return proxy.received
+    .filter((call) => call.body.includes(itemKey))
+    .map((call) => ({
+      operation: call.operation.replace(/^DynamoDB_20120810\./, ''),
+      body: JSON.parse(call.body) as Record<string, unknown>,
+    }));
+}
+
+/** The base64 of the sealed state the item holds now. */
+async function sealedNow(requestBody: Record<string, unknown>): Promise<string | undefined> {
+  const item = (await table.scan()).find((row) => row.pk?.S === table.keysOf(requestBody).itemKey);
+  return item?.state?.B && Buffer.from(item.state.B).toString('base64');
+}
+
+async function until(condition: () => Promise<boolean>, ms = 5000): Promise<void> {
+  for (const started = performance.now(); performance.now() - started < ms; await sleep(10)) if (await condition()) return;
+  throw new Error('the condition never held');
+}
+
+beforeAll(async () => {
+  server = await startTokenServer(issuingIdp({ secret: () => SECRET }));
+  table = await startSharedTable('shared-cache-faults');
+  proxy = await startTableProxy(table.endpoint);
+  Object.assign(process.env, {
+    AWS_ENDPOINT_URL_DYNAMODB: proxy.endpoint,
+    TOKEN_URL_ALLOWLIST: server.origin,
+    // Each table call may take 600 ms, a fifth of the deadline.
+    UPSTREAM_TIMEOUT_MS: '3000',
+  });
+});
+
+beforeEach(() => {
+  proxy.set({ kind: 'pass' });
+  server.answer(issuingIdp({ secret: () => SECRET }));
+  server.received.length = 0;
+});
+
+afterEach(() => {
+  for (const created of instances.splice(0)) created.close();
+});
+
+afterAll(async () => {
+  await proxy.close();
+  await table.close();
+  await server.close();
+});
+
+describe('TOKEN_CACHE=shared when the table fails', () => {
+  it.each<[string, ProxyMode, RegExp]>([
+    ['answers after 10 s', { kind: 'delay', ms: 10_000 }, /^TimeoutError$/],
+    ['never answers', { kind: 'hang' }, /^TimeoutError$/],
+    // Under jest, Node's socket errors come from another realm than the SDK's, which then wraps them
+    // in a plain Error without their code; run alone, the log says ECONNRESET.
+    ['cuts every connection', { kind: 'reset' }, /^(ECONNRESET|EPIPE|Error)$/],
+    ['throttles', { kind: 'error', status: 400, type: 'ThrottlingException' }, /^(ThrottlingException|TimeoutError)$/],
+    ['denies access', { kind: 'error', status: 400, type: 'AccessDeniedException' }, /^AccessDeniedException$/],
+    ['fails inside', { kind: 'error', status: 500, type: 'InternalServerError' }, /^(InternalServerError|TimeoutError)$/],
+  ])('answers from the IdP when the table %s, and logs the error by name', async (_case, mode, error) => {
+    // Prepare
+    const member = instance();
+    proxy.set(mode);
+
+    // Act
+    const answer = await member.handle(tokenEvent(body(`faults-client-${_case.length}`)));
+
+    // Assess
+    expect([answer.statusCode, answer.headers?.['x-token-cache']]).toEqual([200, 'miss']);
+    expect(bodyOf(answer).access_token).toMatch(/^issued-/);
+    expect(server.received).toHaveLength(1);
+    expect(member.records[0]).toMatchObject({ cache: 'miss', outcome: 'ok', cache_error: expect.stringMatching(error) });
+  });
+
+  it('answers from the IdP when the table does not exist', async () => {
+    const member = instance({ TOKEN_CACHE_TABLE: 'no-such-table' });
+
+    const answer = await member.handle(tokenEvent(body('faults-client-missing-table')));
+
+    expect(answer.statusCode).toBe(200);
+    expect(member.records[0]?.cache_error).toBe('ResourceNotFoundException');
+  });
+
+  it('makes no more table calls in a request once one failed: no write after the IdP answered', async () => {
+    const member = instance();
+    proxy.set({ kind: 'error', status: 400, type: 'AccessDeniedException' });
+    const requestBody = body('faults-client-one-call');
+
+    await member.handle(tokenEvent(requestBody));
+
+    expect(callsFor(requestBody).map((call) => call.operation)).toEqual(['GetItem']);
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('answers from the IdP when the claim cannot be written after a good read, and writes nothing more', async () => {
+    const member = instance();
+    proxy.set({ kind: 'error', status: 400, type: 'AccessDeniedException', only: 'PutItem' });
+    const requestBody = body('faults-client-claim-denied');
+
+    const answer = await member.handle(tokenEvent(requestBody));
+
+    expect(answer.statusCode).toBe(200);
+    expect(member.records[0]?.cache_error).toBe('AccessDeniedException');
+    expect(callsFor(requestBody).map((call) => call.operation)).toEqual(['GetItem', 'PutItem']);
+  });
+
+  it('goes to the IdP when the table fails while it waits for another instance', async () => {
+    // Prepare: another instance holds the key with an IdP that takes its time
+    server.answer(after(1500, issuingIdp({ secret: () => SECRET })));
+    const requestBody = body('faults-client-wait-fails');
+    const holding = instance().handle(tokenEvent(requestBody));
+    await until(async () => server.received.length === 1);
+    const waiter = instance();
+    const failLater = setTimeout(() => proxy.set({ kind: 'error', status: 400, type: 'AccessDeniedException' }), 150);
+
+    // Act
+    const answer = await waiter.handle(tokenEvent(requestBody));
+    clearTimeout(failLater);
+    await holding;
+
+    // Assess
+    expect(answer.statusCode).toBe(200);
+    expect(waiter.records[0]).toMatchObject({ cache: 'miss', cache_error: 'AccessDeniedException' });
+    expect(server.received).toHaveLength(2);
+  });
+
+  it('answers from the IdP when the hold cannot be read, and writes nothing after its claim', async () => {
+    const member = instance();
+    const requestBody = body('faults-client-hold-unreadable');
+    proxy.set({ kind: 'error', status: 400, type: 'AccessDeniedException', matching: table.holdKeysOf(requestBody).itemKey });
+
+    const answer = await member.handle(tokenEvent(requestBody));
+
+    expect(answer.statusCode).toBe(200);
+    expect(member.records[0]).toMatchObject({ cache: 'miss', cache_error: 'AccessDeniedException' });
+    expect(callsFor(requestBody).map((call) => call.operation)).toEqual(['GetItem', 'PutItem']);
+  });
+
+  it('answers with the hold it read when its claim cannot be written', async () => {
+    const requestBody = body('faults-client-hold-read-claim-failed');
+    await table.plant(table.holdKeysOf(requestBody), { kind: 'hold', hold: { code: 'upstream_throttled', until: Date.now() + 20_000 } });
+    const member = instance();
+    proxy.set({ kind: 'error', status: 400, type: 'AccessDeniedException', only: 'PutItem' });
+
+    const answer = await member.handle(tokenEvent(requestBody));
+
+    expect([answer.statusCode, answer.headers?.['retry-after']]).toEqual([503, '20']);
+    expect(server.received).toHaveLength(0);
+  });
+
+  it('passes the IdP its answer unchanged when the table is slow and the IdP refuses', async () => {
+    const member = instance();
+    proxy.set({ kind: 'hang' });
+
+    const answer = await member.handle(tokenEvent(body('faults-client-refused', { client_secret: 'wrong' })));
+
+    expect(answer.statusCode).toBe(401);
+    expect(member.records[0]).toMatchObject({ cache: 'miss', outcome: 'unauthorized', cache_error: 'TimeoutError' });
+  });
+
+  it('shares tokens again once the table recovers', async () => {
+    const [first, second] = [instance(), instance()];
+    proxy.set({ kind: 'reset' });
+    await first.handle(tokenEvent(body('faults-client-recovered')));
+    proxy.set({ kind: 'pass' });
+
+    await first.handle(tokenEvent(body('faults-client-recovered-2')));
+    const shared = await second.handle(tokenEvent(body('faults-client-recovered-2')));
+
+    expect(shared.headers?.['x-token-cache']).toBe('hit');
+    expect(second.records[0]?.cache).toBe('shared');
+  });
+});
+
+describe('TOKEN_CACHE=shared when a holder stops', () => {
+  it('lets waiters take over within a second once the holder’s writes stop landing, though the table serves them', async () => {
+    // Prepare: a holder whose IdP takes 2 s; once its claim is in the table, its renewals (the
+    // same sealed claim, written again) hang, while everything else passes
+    server.answer(after(2000, issuingIdp({ secret: () => SECRET })));
+    const requestBody = body('faults-client-holder-writes-lost');
+    const holding = instance().handle(tokenEvent(requestBody));
+    await until(async () => server.received.length === 1);
+    proxy.set({ kind: 'hang', matching: (await sealedNow(requestBody)) as string });
+    server.answer(issuingIdp({ secret: () => SECRET }));
+
+    // Act
+    const started = performance.now();
+    const waiters = await Promise.all([instance().handle(tokenEvent(requestBody)), instance().handle(tokenEvent(requestBody))]);
+    const waited = performance.now() - started;
+    const held = await holding;
+
+    // Assess: one waiter took over after the claim went silent, the other shared its exchange
+    expect(waiters.map((answer) => answer.statusCode)).toEqual([200, 200]);
+    expect(new Set(waiters.map((answer) => bodyOf(answer).access_token)).size).toBe(1);
+    expect(waited).toBeLessThan(1300);
+    expect(held.statusCode).toBe(200);
+    expect(server.received).toHaveLength(2);
+  });
+
+  it('never lets a holder that was taken over overwrite what the new holder wrote', async () => {
+    // Prepare: a holder whose renewals reach the table 0.9 s late (within their 1 s call limit), and
+    // an IdP that takes it 2 s
+    server.answer(after(2000, issuingIdp({ secret: () => SECRET, prefix: 'slow-holder' })));
+    const requestBody = body('faults-client-holder-taken-over');
+    const slowTable = { UPSTREAM_TIMEOUT_MS: '10000' };
+    const holding = instance(slowTable).handle(tokenEvent(requestBody));
+    await until(async () => server.received.length === 1);
+    proxy.set({ kind: 'delay', ms: 900, matching: (await sealedNow(requestBody)) as string });
+    server.answer(issuingIdp({ secret: () => SECRET, prefix: 'new-holder' }));
+
+    // Act: a waiter takes over once the claim goes quiet; the holder's late renewal is then refused
+    const waiter = await instance(slowTable).handle(tokenEvent(requestBody));
+    const held = await holding;
+    const next = await instance(slowTable).handle(tokenEvent(requestBody));
+
+    // Assess
+    expect(bodyOf(waiter).access_token).toMatch(/^new-holder-/);
+    expect(bodyOf(held).access_token).toMatch(/^slow-holder-/);
+    expect([next.headers?.['x-token-cache'], bodyOf(next).access_token]).toEqual(['hit', bodyOf(waiter).access_token]);
+  });
+
+  it('lets waiters take over within a second from a holder killed in the middle of its exchange', async () => {
+    // Prepare: the holder in a process of its own, as a Lambda instance is, with an IdP taking 1.5 s
+    server.answer(after(1500, issuingIdp({ secret: () => SECRET })));
+    const requestBody = body('faults-client-holder-killed');
+    const holder = await startHandlerProcess({ ...process.env, AWS_ENDPOINT_URL_DYNAMODB: table.endpoint });
+    const holding = holder.invoke(tokenEvent(requestBody)).catch(() => undefined);
+    await until(async () => server.received.length === 1, 10_000);
+    const waiting = Array.from({ length: 3 }, () => instance().handle(tokenEvent(requestBody)));
+    await sleep(60);
+    server.answer(issuingIdp({ secret: () => SECRET }));
+
+    // Act
+    await holder.kill();
+    const killedAt = performance.now();
+    const answers = await Promise.all(waiting);
+    const sinceKill = performance.now() - killedAt;
+    await holding;
+
+    // Assess
+    expect(answers.map((answer) => answer.statusCode)).toEqual([200, 200, 200]);
+    expect(new Set(answers.map((answer) => bodyOf(answer).access_token)).size).toBe(1);
+    expect(sinceKill).toBeLessThan(1200);
+    expect(server.received).toHaveLength(2);
+  });
+
+  it("waits for a live holder until its exchange ends, not a call limit sooner, and shares the IdP's timeout", async () => {
+    // Prepare: an IdP slower than the 1.5 s deadline
+    server.answer(after(5000, issuingIdp({ secret: () => SECRET })));
+    const requestBody = body('faults-client-holder-too-slow');
+    const holding = instance({ UPSTREAM_TIMEOUT_MS: '1500' }).handle(tokenEvent(requestBody));
+    await until(async () => server.received.length === 1);
+    const waiter = instance({ UPSTREAM_TIMEOUT_MS: '1500' });
+
+    // Act
+    const started = performance.now();
+    const answer = await waiter.handle(tokenEvent(requestBody));
+    const waited = performance.now() - started;
+
+    // Assess
+    expect([answer.statusCode, bodyOf(answer).code, (await holding).statusCode]).toEqual([504, 'upstream_timeout', 504]);
+    expect(server.received).toHaveLength(1);
+    // Until the holder's own deadline passed, about 1.5 s after it started, and not past its own.
+    expect(waited).toBeGreaterThan(1300);
+    expect(waited).toBeLessThan(1600);
+    // Reads 20 to 100 ms apart: a busy loop would make hundreds.
+    const reads = callsFor(requestBody).filter((call) => call.operation === 'GetItem');
+    expect(reads.length).toBeGreaterThanOrEqual(8);
+    expect(reads.length).toBeLessThanOrEqual(60);
+  });
+
+  it('asks the IdP once per key in the burst after one that timed out', async () => {
+    // Prepare: a burst over 5 keys on 2 instances with a 1 s deadline meets an IdP that never
+    // answers in time, and leaves its failures in the table
+    const keys = Array.from({ length: 5 }, (_, index) => body(`faults-client-after-timeout-${index}`));
+    const timedOut = [instance({ UPSTREAM_TIMEOUT_MS: '1000' }), instance({ UPSTREAM_TIMEOUT_MS: '1000' })];
+    server.answer(after(3000, json(200, {})));
+    const first = await Promise.all(timedOut.flatMap((member) => keys.map((key) => member.handle(tokenEvent(key)))));
+    // Past the second for which those timeouts are remembered.
+    await sleep(1200);
+    server.received.length = 0;
+    server.answer(after(100, issuingIdp({ secret: () => SECRET })));
+
+    // Act: the next burst, on 4 instances
+    const fleet = Array.from({ length: 4 }, () => instance());
+    const answers = await Promise.all(fleet.flatMap((member) => keys.map((key) => member.handle(tokenEvent(key)))));
+
+    // Assess
+    expect(first.every((answer) => answer.statusCode === 504)).toBe(true);
+    expect(answers.every((answer) => answer.statusCode === 200)).toBe(true);
+    expect(server.received).toHaveLength(5);
+  });
+});
+
+describe('TOKEN_CACHE=shared: what each table call is allowed', () => {
+  it('reads the table as a new instance starts, for a key no request has, so its first request finds the SDK loaded', async () => {
+    const seenBefore = proxy.received.length;
+
+    instance();
+
+    const isWarmUp = (call: { operation: string; body: string }) =>
+      call.operation.endsWith('.GetItem') && (JSON.parse(call.body) as { Key?: { pk?: { S?: string } } }).Key?.pk?.S === 'warm-up';
+    await until(async () => proxy.received.slice(seenBefore).some(isWarmUp));
+  });
+
+  it('reads strongly consistent, so what another instance has just written is seen at once', async () => {
+    // dynalite is always consistent: what DynamoDB would do is pinned on the wire.
+    const requestBody = body('faults-client-consistent');
+
+    await instance().handle(tokenEvent(requestBody));
+
+    const reads = callsFor(requestBody).filter((call) => call.operation === 'GetItem');
+    expect(reads).toHaveLength(1);
+    expect(reads[0]?.body.ConsistentRead).toBe(true);
+  });
+
+  it('claims with a conditional write that returns the item it lost to, and settles with another', async () => {
+    const requestBody = body('faults-client-writes');
+
+    await instance().handle(tokenEvent(requestBody));
+
+    const writes = callsFor(requestBody).filter((call) => call.operation === 'PutItem');
+    expect(writes.map((call) => [call.body.ConditionExpression, call.body.ReturnValuesOnConditionCheckFailure])).toEqual([
+      ['attribute_not_exists(#pk)', 'ALL_OLD'],
+      ['#rev = :rev', 'ALL_OLD'],
+    ]);
+  });
+
+  it('retries a failed call once, no more', async () => {
+    // A 10 s deadline gives each call 1 s: room for more than one retry, were the SDK allowed them.
+    const member = instance({ UPSTREAM_TIMEOUT_MS: '10000' });
+    proxy.set({ kind: 'error', status: 500, type: 'InternalServerError', only: 'GetItem' });
+    const requestBody = body('faults-client-one-retry');
+
+    const answer = await member.handle(tokenEvent(requestBody));
+
+    expect(answer.statusCode).toBe(200);
+    expect(member.records[0]?.cache_error).toBe('InternalServerError');
+    expect(callsFor(requestBody).map((call) => call.operation)).toEqual(['GetItem', 'GetItem']);
+  });
+
+  it('gives up on a claim write that never ends at its call limit, and answers from the IdP', async () => {
+    const member = instance();
+    proxy.set({ kind: 'hang', only: 'PutItem' });
+    const requestBody = body('faults-client-claim-hangs');
+
+    const started = performance.now();
+    const answer = await member.handle(tokenEvent(requestBody));
+
+    expect(answer.statusCode).toBe(200);
+    expect(member.records[0]).toMatchObject({ cache: 'miss', cache_error: 'TimeoutError' });
+    expect(callsFor(requestBody).map((call) => call.operation)).toEqual(['GetItem', 'PutItem']);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(600);
+  });
+
+  it('logs the time spent in table calls, to a tenth of a millisecond, within the time the request took', async () => {
+    const member = instance();
+    const started = performance.now();
+
+    await member.handle(tokenEvent(body('faults-client-latency')));
+
+    const took = performance.now() - started;
+    const latency = member.records[0]?.cache_table_latency_ms as number;
+    expect(latency).toBeGreaterThan(0);
+    expect(latency).toBeLessThanOrEqual(took);
+    expect(Number(latency.toFixed(1))).toBe(latency);
+  });
+});
+
+describe('TableCalls against DynamoDB and dynalite', () => {
+  it.each([
+    ['DynamoDB (through the proxy, which returns the refusing item as DynamoDB does)', () => proxy.endpoint, true],
+    ['dynalite, which returns no item: the caller reads again', () => table.endpoint, false],
+  ])('reports a refused conditional write from %s', async (_case, endpoint, withItem) => {
+    // Prepare: an item at some revision
+    const keys = table.keysOf(body(`faults-client-refused-write-${withItem}`));
+    await table.plant(keys, { kind: 'lease', holder: 'h', until: Date.now() + 5000, kept: undefined }, 'current');
+    const dynamo = new DynamoDBClient({ endpoint: endpoint(), maxAttempts: 1 });
+    const calls = new TableCalls(dynamo, table.tableName, 1000, performance.now() + 3000, {});
+
+    // Act
+    const written = await calls.put(keys.itemKey, sealState(keys, { kind: 'hold', hold: { code: 'upstream_throttled', until: 1 } }), {
+      rev: 'stale',
+    });
+    dynamo.destroy();
+
+    // Assess
+    expect(written).toEqual({
+      lost: withItem ? expect.objectContaining({ item: expect.objectContaining({ rev: 'current' }) }) : undefined,
+    });
+  });
+});
+
+describe('TableCalls and the deadline', () => {
+  it('reports no table failure for a call the deadline cut short, and makes no more', async () => {
+    const dynamo = new DynamoDBClient({ endpoint: proxy.endpoint, maxAttempts: 1 });
+    const report = {};
+    const calls = new TableCalls(dynamo, table.tableName, 1000, performance.now() + 100, report);
+    proxy.set({ kind: 'hang' });
+
+    const first = await calls.get('any-item');
+    proxy.set({ kind: 'pass' });
+    const second = await calls.get('any-item');
+    dynamo.destroy();
+
+    expect([typeof first, typeof second]).toEqual(['symbol', 'symbol']);
+    expect(report).toEqual({ tableLatencyMs: expect.any(Number) });
+  });
+
+  it('reports a table error that comes within a budget the deadline shortened', async () => {
+    const dynamo = new DynamoDBClient({ endpoint: proxy.endpoint, maxAttempts: 1 });
+    const report = {};
+    const calls = new TableCalls(dynamo, table.tableName, 1000, performance.now() + 500, report);
+    proxy.set({ kind: 'error', status: 400, type: 'AccessDeniedException' });
+
+    await calls.get('any-item');
+    dynamo.destroy();
+
+    expect(report).toMatchObject({ tableError: 'AccessDeniedException' });
+  });
+});
+
+describe('TOKEN_CACHE=shared and its pepper', () => {
+  /** Run `act` with the function's Secrets Manager endpoint pointed elsewhere while its instances start. */
+  async function withSecretsAt<T>(endpoint: string, act: () => Promise<T>): Promise<T> {
+    const saved = process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER;
+    process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = endpoint;
+    try {
+      return await act();
+    } finally {
+      process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = saved;
+    }
+  }
+
+  it('reads the pepper as an instance starts, and never on a request', async () => {
+    const secrets = await startTableProxy(table.secrets.endpoint);
+    try {
+      await withSecretsAt(secrets.endpoint, async () => {
+        // Loading the handler module builds the deployed handler too: each has its cache, and reads once.
+        const member = instance();
+        await until(async () => secrets.received.length === 2);
+        await member.handle(tokenEvent(body('faults-client-pepper-once')));
+        await member.handle(tokenEvent(body('faults-client-pepper-once-2')));
+        expect(member.records.map((record) => record.cache_error)).toEqual([undefined, undefined]);
+      });
+      expect(secrets.received.map((call) => call.operation)).toEqual(Array(2).fill('secretsmanager.GetSecretValue'));
+    } finally {
+      await secrets.close();
+    }
+  });
+
+  it('goes without the table while the pepper secret does not exist: the IdP answers, and nothing is written', async () => {
+    const member = instance({ TOKEN_CACHE_PEPPER_SECRET: 'no-such-secret' });
+    const requestBody = body('faults-client-no-pepper');
+
+    const answers = [await member.handle(tokenEvent(requestBody)), await member.handle(tokenEvent(body('faults-client-no-pepper-2')))];
+
+    expect(answers.map((answer) => answer.statusCode)).toEqual([200, 200]);
+    // The second, within a second of the failed load, does not try again: it says why it went without.
+    expect(member.records.map((record) => [record.cache, record.cache_error])).toEqual([
+      ['miss', 'ResourceNotFoundException'],
+      ['miss', 'ResourceNotFoundException'],
+    ]);
+    expect(callsFor(requestBody)).toEqual([]);
+  });
+
+  it('refuses a pepper shorter than 32 characters', async () => {
+    table.secrets.set('short-pepper', 'x'.repeat(31));
+
+    const member = instance({ TOKEN_CACHE_PEPPER_SECRET: 'short-pepper' });
+    await member.handle(tokenEvent(body('faults-client-short-pepper')));
+
+    expect(member.records[0]?.cache_error).toBe('PepperTooShort');
+  });
+
+  it('waits for a slow pepper no longer than a call limit, and loads it again once the slow load has been given up', async () => {
+    // Prepare: Secrets Manager behind a proxy that does not answer yet, and a clock to move
+    const secrets = await startTableProxy(table.secrets.endpoint);
+    secrets.set({ kind: 'hang' });
+    const clock = testClock();
+    try {
+      await withSecretsAt(secrets.endpoint, async () => {
+        const member = freshInstance({}, clock.now);
+        instances.push(member);
+
+        // Act
+        const started = performance.now();
+        const first = await member.handle(tokenEvent(body('faults-client-slow-pepper')));
+        const waited = performance.now() - started;
+        secrets.set({ kind: 'pass' });
+        // The load gives up 2 s after it started; a request a second after that loads it again.
+        await sleep(2100 - waited);
+        clock.advance(1000);
+        await member.handle(tokenEvent(body('faults-client-slow-pepper-2')));
+
+        // Assess
+        expect(first.statusCode).toBe(200);
+        expect(member.records[0]?.cache_error).toBe('PepperTimeout');
+        expect(waited).toBeLessThan(1500);
+        expect(member.records[1]?.cache_error).toBeUndefined();
+      });
+    } finally {
+      await secrets.close();
+    }
+  });
+
+  it('is the one the stand-in holds, so the tests derive the same keys', () => {
+    expect(process.env.TOKEN_CACHE_PEPPER_SECRET).toBe(PEPPER_SECRET);
+  });
+});
+
+describe('the log line and metrics of the shared tier', () => {
+  /** Everything the handler writes to stdout while `act` runs, as JSON lines. */
+  async function emitted(act: () => Promise<unknown>): Promise<Record<string, unknown>[]> {
+    const lines: string[] = [];
+    const stdout = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: unknown) => {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      return true;
+    });
+    try {
+      await act();
+    } finally {
+      stdout.mockRestore();
+    }
+    return lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  }
+
+  it('logs the tier and the table latency, and counts answers by tier and table errors apart', async () => {
+    // Prepare: two instances with the deployed observability
+    const config = loadConfig(process.env);
+    const [first, second] = [
+      createHandler(config, powertoolsObservability('INFO')),
+      createHandler(config, powertoolsObservability('INFO')),
+    ];
+    const shared = body('faults-client-metrics');
+
+    // Act: a miss with a table error, a miss, a shared hit, a memory hit
+    const lines = await emitted(async () => {
+      proxy.set({ kind: 'error', status: 400, type: 'AccessDeniedException' });
+      await first(tokenEvent(body('faults-client-metrics-denied')));
+      proxy.set({ kind: 'pass' });
+      await first(tokenEvent(shared));
+      await second(tokenEvent(shared));
+      await second(tokenEvent(shared));
+    });
+
+    // Assess
+    const logs = lines.filter((line) => line.message === 'token request');
+    expect(logs.map((line) => [line.cache, line.cache_error, typeof line.cache_table_latency_ms])).toEqual([
+      ['miss', 'AccessDeniedException', 'number'],
+      ['miss', undefined, 'number'],
+      ['shared', undefined, 'number'],
+      ['memory', undefined, 'undefined'],
+    ]);
+    const tierMetrics = lines.filter((line) => 'tier' in line && '_aws' in line);
+    expect(tierMetrics.map((line) => [line.tier, line.CacheHits, line.CacheMisses])).toEqual([
+      ['miss', undefined, 1],
+      ['miss', undefined, 1],
+      ['shared', 1, undefined],
+      ['memory', 1, undefined],
+    ]);
+    expect(tierMetrics[0]).toMatchObject({ service: 'token-exchange', CacheTableLatency: expect.any(Number) });
+    const errors = lines.filter((line) => 'CacheErrors' in line);
+    expect(errors).toEqual([expect.objectContaining({ service: 'token-exchange', CacheErrors: 1 })]);
+    expect(errors[0]).not.toHaveProperty('tier');
+  });
+});
+
+describe('the name a table failure is logged under', () => {
+  it.each([
+    [
+      'a socket errno code',
+      Object.assign(new Error('socket hang up at 10.0.0.1'), { name: 'TimeoutError', code: 'ECONNRESET' }),
+      'ECONNRESET',
+    ],
+    ['an abort by the call timeout', Object.assign(new Error('aborted'), { name: 'AbortError' }), 'TimeoutError'],
+    ['the SDK timeout class', Object.assign(new Error('timed out'), { name: 'TimeoutError' }), 'TimeoutError'],
+    [
+      'an AWS error class',
+      Object.assign(new Error('User: arn:aws:iam::1:role/x is not authorized'), { name: 'AccessDeniedException' }),
+      'AccessDeniedException',
+    ],
+    [
+      'a code that is no errno',
+      Object.assign(new Error('x'), { name: 'ResourceNotFoundException', code: 'not an errno' }),
+      'ResourceNotFoundException',
+    ],
+    ['a plain Error', new Error('Requested resource not found: Table: secret-table'), 'Error'],
+    ['a class name that could carry text', Object.assign(new Error('x'), { name: 'Table secret-table not found' }), 'Error'],
+    ['a thrown value that is no object', undefined, 'Error'],
+    [
+      'a code that only ends like an errno',
+      Object.assign(new Error('x'), { name: 'AccessDeniedException', code: 'xECONNRESET' }),
+      'AccessDeniedException',
+    ],
+    ['a code that only starts like an errno', Object.assign(new Error('x'), { code: 'ECONNRESET at 10.0.0.1' }), 'Error'],
+    ['a class name that is no string', Object.assign(new Error('x'), { name: 42 }), 'Error'],
+  ])('is the errno code or the class, never the message: %s', (_case, error, name) => {
+    expect(tableErrorName(error)).toBe(name);
+  });
+});

@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { CfnOutput, Duration, Stack, type StackProps, Tags, Token, Validations } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, Stack, type StackProps, Tags, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, PayloadFormatVersion } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
@@ -168,7 +168,13 @@ export class TokenExchangeStack extends Stack {
 
   constructor(scope: Construct, id: string, props: TokenExchangeStackProps = {}) {
     super(scope, id, props);
-    const settings = validateSettings({ ...TOKEN_EXCHANGE_DEFAULTS, ...withoutUndefined(props) });
+    const settings = validateSettings({ ...TOKEN_EXCHANGE_DEFAULTS, ...withoutUndefined(props) }, this.bundlingRequired);
+    if (!this.bundlingRequired && isOpenRelayByAccident(settings)) {
+      // Loaded by a CDK command that deploys nothing of this stack (bootstrap, ls, flags, destroy...):
+      // no token URL choice is needed to answer it. The assembly it leaves behind still says no, so a
+      // `cdk deploy --app cdk.out` of it stops with the refusal.
+      Annotations.of(this).addError(OPEN_RELAY_REFUSAL);
+    }
     if (settings.tokenCache === 'shared') {
       this.tokenCacheTable = new TokenCacheTable(this, 'TokenCache', { kmsKeyArn: settings.tokenCacheKmsKeyArn });
     }
@@ -349,8 +355,20 @@ const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
 // CloudWatch's rule for namespaces: 1-255 of these characters, not starting with `AWS/`.
 const METRICS_NAMESPACE = /^(?!AWS\/)(?=.*\S)[A-Za-z0-9.\-_/#: ]{1,255}$/;
 
-/** Check every setting; throws one error listing each problem with the prop's name. */
-function validateSettings(settings: Settings): Settings {
+/**
+ * Check every setting; throws one error listing each problem with the prop's name. The token URL
+ * choice is required only when the template is built to be deployed (`bundlingRequired`).
+ *
+ * Why `Stack.bundlingRequired` tells the commands apart: the CDK CLI runs the app for every command
+ * that needs the stacks, and the only thing it tells the app about the command is the context key
+ * `aws:cdk:bundling-stacks`: `["**"]` (or the stacks named with `--exclusively`) for synth, deploy,
+ * diff, watch, import, publish-assets and refactor, `[]` for all the others (bootstrap, ls, flags,
+ * destroy, metadata, gc...). Its environment (CDK_OUTDIR, CDK_CONTEXT_JSON, CDK_DEFAULT_REGION...)
+ * is the same for all. `bundlingRequired` is aws-cdk-lib's own reading of that key for this stack
+ * (glob patterns included) and the one that decides whether the function is built at all; run without
+ * the CLI (`tsx infra/app.ts`, a test) it is true, so the refusal is the default.
+ */
+function validateSettings(settings: Settings, templateIsDeployable: boolean): Settings {
   const problems: string[] = [];
   const check = (ok: boolean, problem: string) => {
     if (!ok) problems.push(problem);
@@ -405,7 +423,7 @@ function validateSettings(settings: Settings): Settings {
     CALLER_AUTHORIZATIONS.includes(settings.callerAuthorization),
     `callerAuthorization must be one of ${CALLER_AUTHORIZATIONS.join(', ')}, got ${settings.callerAuthorization}`,
   );
-  problems.push(...tokenUrlChoiceProblems(settings));
+  problems.push(...tokenUrlChoiceProblems(settings).filter((problem) => templateIsDeployable || problem !== OPEN_RELAY_REFUSAL));
   check(
     (TOKEN_CACHE_MODES as readonly string[]).includes(settings.tokenCache),
     `tokenCache must be one of ${TOKEN_CACHE_MODES.join(', ')}, got ${settings.tokenCache}`,
@@ -424,9 +442,15 @@ function validateSettings(settings: Settings): Settings {
   return settings;
 }
 
+/** Neither an allowlist nor the explicit opt-in to any public https token URL. */
+function isOpenRelayByAccident({ allowedTokenUrls, allowAnyPublicTokenUrl }: Settings): boolean {
+  return allowedTokenUrls.length === 0 && !allowAnyPublicTokenUrl;
+}
+
 /** An empty allowlist posts secrets to any public https URL a caller names: only when asked to, explicitly. */
-function tokenUrlChoiceProblems({ allowedTokenUrls, allowAnyPublicTokenUrl }: Settings): string[] {
-  if (allowedTokenUrls.length === 0 && !allowAnyPublicTokenUrl) return [OPEN_RELAY_REFUSAL];
+function tokenUrlChoiceProblems(settings: Settings): string[] {
+  const { allowedTokenUrls, allowAnyPublicTokenUrl } = settings;
+  if (isOpenRelayByAccident(settings)) return [OPEN_RELAY_REFUSAL];
   if (allowedTokenUrls.length > 0 && allowAnyPublicTokenUrl) {
     return ['allowAnyPublicTokenUrl=true contradicts allowedTokenUrls: keep the list, or drop it to accept any public https token URL'];
   }

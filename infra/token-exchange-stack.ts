@@ -21,6 +21,7 @@ import {
 import { TOKEN_PATHS } from '../lambda/routes';
 import { parseAllowlist } from '../lambda/token-url-policy';
 import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
+import { TokenCachePepper } from './token-cache-pepper';
 import { TokenCacheTable } from './token-cache-table';
 
 /**
@@ -165,6 +166,8 @@ export class TokenExchangeStack extends Stack {
   public readonly handler: NodejsFunction;
   /** With `tokenCache: 'shared'`: the table every instance shares. */
   public readonly tokenCacheTable?: TokenCacheTable;
+  /** With `tokenCache: 'shared'`: the secret pepper mixed into the table's item keys. */
+  public readonly tokenCachePepper?: TokenCachePepper;
 
   constructor(scope: Construct, id: string, props: TokenExchangeStackProps = {}) {
     super(scope, id, props);
@@ -177,8 +180,16 @@ export class TokenExchangeStack extends Stack {
     }
     if (settings.tokenCache === 'shared') {
       this.tokenCacheTable = new TokenCacheTable(this, 'TokenCache', { kmsKeyArn: settings.tokenCacheKmsKeyArn });
+      this.tokenCachePepper = new TokenCachePepper(this, 'TokenCachePepper', { removalPolicy: this.tokenCacheTable.removalPolicy });
     }
-    const environment = functionEnvironment(settings, this.tokenCacheTable?.table.tableName);
+    const environment = functionEnvironment(
+      settings,
+      this.tokenCacheTable &&
+        this.tokenCachePepper && {
+          tableName: this.tokenCacheTable.table.tableName,
+          pepperSecretArn: this.tokenCachePepper.secret.secretArn,
+        },
+    );
     assertFunctionWouldStart(environment);
 
     const functionLogs = new LogGroup(this, 'FunctionLogs', { retention: settings.logRetention });
@@ -187,7 +198,7 @@ export class TokenExchangeStack extends Stack {
     const role = new Role(this, 'FunctionRole', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
       description: this.tokenCacheTable
-        ? 'Token exchange function: writes its own logs, reads and writes items of its token cache table'
+        ? 'Token exchange function: writes its own logs, reads and writes items of its token cache table, reads the cache pepper'
         : 'Token exchange function: writes its own logs, nothing else',
       inlinePolicies: {
         WriteOwnLogs: new PolicyDocument({
@@ -197,6 +208,9 @@ export class TokenExchangeStack extends Stack {
         }),
         ...(this.tokenCacheTable
           ? { UseTokenCacheTable: new PolicyDocument({ statements: this.tokenCacheTable.accessStatements() }) }
+          : {}),
+        ...(this.tokenCachePepper
+          ? { ReadTokenCachePepper: new PolicyDocument({ statements: this.tokenCachePepper.accessStatements() }) }
           : {}),
       },
     });
@@ -311,12 +325,17 @@ function bundlingOptions() {
 }
 
 /** The contract's configuration variables, and the metrics namespace. Never `DEBUG`. */
-function functionEnvironment(settings: Settings, tokenCacheTable: string | undefined): Record<string, string> {
+function functionEnvironment(
+  settings: Settings,
+  sharedCache: { tableName: string; pepperSecretArn: string } | undefined,
+): Record<string, string> {
   return {
     TOKEN_URL_ALLOWLIST: settings.allowedTokenUrls.join(','),
     UPSTREAM_TIMEOUT_MS: String(settings.upstreamTimeoutMs),
     TOKEN_CACHE: settings.tokenCache,
-    ...(tokenCacheTable === undefined ? {} : { TOKEN_CACHE_TABLE: tokenCacheTable }),
+    ...(sharedCache === undefined
+      ? {}
+      : { TOKEN_CACHE_TABLE: sharedCache.tableName, TOKEN_CACHE_PEPPER_SECRET: sharedCache.pepperSecretArn }),
     LOG_LEVEL: settings.logLevel,
     POWERTOOLS_METRICS_NAMESPACE: settings.metricsNamespace,
     ...(settings.sourceMapStackTraces ? { NODE_OPTIONS: '--enable-source-maps' } : {}),

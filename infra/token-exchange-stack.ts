@@ -240,7 +240,7 @@ export class TokenExchangeStack extends Stack {
       corsPreflight: settings.corsOrigins && {
         allowOrigins: [...settings.corsOrigins],
         allowMethods: [CorsHttpMethod.POST],
-        allowHeaders: ['content-type'],
+        allowHeaders: corsAllowedHeaders(settings.callerAuthorization),
         maxAge: Duration.hours(1),
       },
     });
@@ -504,6 +504,15 @@ function corsProblems(origins: readonly string[]): string[] {
   return origins
     .filter((origin) => !isOrigin(origin))
     .map((origin) => `corsOrigins entries must be origins like https://app.example.com, got "${origin}"`);
+}
+
+/**
+ * Request headers a browser may send cross-origin: the body's content type, and with IAM callers the
+ * SigV4 headers a signing browser client adds (its signature, date, session token and body hash).
+ */
+function corsAllowedHeaders(callerAuthorization: CallerAuthorization): string[] {
+  const sigV4 = ['authorization', 'x-amz-date', 'x-amz-security-token', 'x-amz-content-sha256'];
+  return callerAuthorization === 'iam' ? ['content-type', ...sigV4] : ['content-type'];
 }
 
 function isOrigin(value: string): boolean {

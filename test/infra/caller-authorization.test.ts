@@ -87,6 +87,23 @@ describe('callerAuthorization', () => {
     expect(violations.map((violation) => violation.ruleName)).toEqual([]);
   });
 
+  it('lets browsers send the SigV4 headers in CORS requests with iam', () => {
+    // Act
+    const { template: iam } = template({
+      allowedTokenUrls: ALLOWLIST,
+      callerAuthorization: 'iam',
+      corsOrigins: ['https://app.example.com'],
+    });
+
+    // Assess
+    iam.hasResourceProperties('AWS::ApiGatewayV2::Api', {
+      CorsConfiguration: Match.objectLike({
+        AllowOrigins: ['https://app.example.com'],
+        AllowHeaders: ['content-type', 'authorization', 'x-amz-date', 'x-amz-security-token', 'x-amz-content-sha256'],
+      }),
+    });
+  });
+
   it('refuses a value other than none or iam, naming the prop', () => {
     // Act
     const act = () => template({ allowedTokenUrls: ALLOWLIST, callerAuthorization: 'jwt' as 'iam' });

@@ -64,6 +64,18 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
   };
 
   const functionTimeoutSeconds = number('functionTimeoutSeconds');
+  const alarmThresholds = withoutUndefined({
+    functionErrors: number('alarmFunctionErrors'),
+    functionThrottles: number('alarmFunctionThrottles'),
+    serverErrorPercent: number('alarmServerErrorPercent'),
+    idpFailurePercent: number('alarmIdpFailurePercent'),
+    latencyP99Ms: number('alarmLatencyP99Ms'),
+    internalErrors: number('alarmInternalErrors'),
+    cacheErrors: number('alarmCacheErrors'),
+    tableErrors: number('alarmTableErrors'),
+    tableThrottles: number('alarmTableThrottles'),
+    minRequests: number('alarmMinRequests'),
+  });
   return {
     allowedTokenUrls: list('allowedTokenUrls'),
     allowAnyPublicTokenUrl: onOff('allowAnyPublicTokenUrl'),
@@ -81,7 +93,15 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
     reservedConcurrency: number('reservedConcurrency'),
     corsOrigins: list('corsOrigins'),
     sourceMapStackTraces: onOff('sourceMapStackTraces'),
+    monitoring: onOff('monitoring'),
+    alarmEmail: text('alarmEmail'),
+    alarmTopicArn: text('alarmTopicArn'),
+    alarmThresholds: Object.keys(alarmThresholds).length > 0 ? alarmThresholds : undefined,
   };
+}
+
+function withoutUndefined<T extends object>(values: T): Partial<T> {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
 }
 
 /**

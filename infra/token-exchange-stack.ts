@@ -4,6 +4,7 @@ import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, PayloadFormatVersion } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
 import { PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, type CfnFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -21,6 +22,8 @@ import {
 import { TOKEN_PATHS } from '../lambda/routes';
 import { parseAllowlist } from '../lambda/token-url-policy';
 import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
+import { ALARM_THRESHOLD_DEFAULTS, type AlarmThresholds } from './alarms';
+import { Monitoring } from './monitoring';
 import { TokenCachePepper } from './token-cache-pepper';
 import { TokenCacheTable } from './token-cache-table';
 
@@ -134,6 +137,29 @@ export interface TokenExchangeStackProps extends StackProps {
    * @default false
    */
   readonly sourceMapStackTraces?: boolean;
+  /**
+   * A CloudWatch dashboard, alarms and saved Logs Insights queries for the service
+   * (docs/OPERATIONS.md). Off leaves them out, and then no alarm setting is accepted.
+   * @default true
+   */
+  readonly monitoring?: boolean;
+  /**
+   * Where the alarms go: the stack creates an SNS topic encrypted with a key of its own and subscribes
+   * this address (AWS mails a confirmation first). Not with `alarmTopicArn`.
+   * @default - no topic: the alarms show in CloudWatch only
+   */
+  readonly alarmEmail?: string;
+  /**
+   * An existing SNS topic every alarm notifies, when it fires and when it is OK again. Its policy (and
+   * its KMS key, if encrypted) must let CloudWatch publish. Not with `alarmEmail`.
+   * @default - no topic: the alarms show in CloudWatch only
+   */
+  readonly alarmTopicArn?: string;
+  /**
+   * When each alarm fires; each one left out takes its default.
+   * @default - see AlarmThresholds
+   */
+  readonly alarmThresholds?: AlarmThresholds;
 }
 
 /** The values the stack uses for props left out. */
@@ -151,10 +177,13 @@ export const TOKEN_EXCHANGE_DEFAULTS = {
   throttleBurstLimit: 100,
   logRetention: RetentionDays.ONE_MONTH,
   sourceMapStackTraces: false,
+  monitoring: true,
 } as const;
 
-type Settings = Required<Omit<TokenExchangeStackProps, keyof StackProps | 'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn'>> &
-  Pick<TokenExchangeStackProps, 'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn'>;
+/** The props that have no default value: left out, they are absent. */
+type OptionalSetting = 'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn' | 'alarmEmail' | 'alarmTopicArn' | 'alarmThresholds';
+type Settings = Required<Omit<TokenExchangeStackProps, keyof StackProps | OptionalSetting>> &
+  Pick<TokenExchangeStackProps, OptionalSetting>;
 
 /**
  * The token exchange service: one arm64 Node.js function behind an API Gateway HTTP API with the
@@ -168,6 +197,8 @@ export class TokenExchangeStack extends Stack {
   public readonly tokenCacheTable?: TokenCacheTable;
   /** With `tokenCache: 'shared'`: the secret pepper mixed into the table's item keys. */
   public readonly tokenCachePepper?: TokenCachePepper;
+  /** With `monitoring` on: every alarm of the service. */
+  public readonly alarms: readonly Alarm[] = [];
 
   constructor(scope: Construct, id: string, props: TokenExchangeStackProps = {}) {
     super(scope, id, props);
@@ -260,6 +291,26 @@ export class TokenExchangeStack extends Stack {
     const authorizer = settings.callerAuthorization === 'iam' ? new HttpIamAuthorizer() : undefined;
     for (const routePath of TOKEN_PATHS) api.addRoutes({ path: routePath, methods: [HttpMethod.POST], integration, authorizer });
 
+    if (settings.monitoring) {
+      const monitoring = new Monitoring(this, 'Monitoring', {
+        metricsNamespace: settings.metricsNamespace,
+        handler: this.handler,
+        api,
+        functionLogs,
+        accessLogs,
+        tokenCache: settings.tokenCache,
+        table: this.tokenCacheTable?.table,
+        thresholds: alarmThresholds(settings),
+        alarmEmail: settings.alarmEmail,
+        alarmTopicArn: settings.alarmTopicArn,
+      });
+      this.alarms = monitoring.alarms;
+      new CfnOutput(this, 'DashboardUrl', {
+        value: `https://console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards/dashboard/${monitoring.dashboard.dashboardName}`,
+        description: "The service's CloudWatch dashboard",
+      });
+    }
+
     this.apiUrl = stage.url;
     new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'Base URL of the HTTP API' });
     new CfnOutput(this, 'TokenEndpointV1', { value: `${stage.url}v1/oauth/token`, description: 'POST client credentials here' });
@@ -271,7 +322,9 @@ export class TokenExchangeStack extends Stack {
       });
     }
 
-    Tags.of(this).add('service', 'token-exchange');
+    // Not on the dashboard: CloudFormation takes its tags since 2025, but cfn-lint's schema (1.51) does
+    // not know them yet and CI lints the template. Its name is the stack's anyway.
+    Tags.of(this).add('service', 'token-exchange', { excludeResourceTypes: ['AWS::CloudWatch::Dashboard'] });
     if (!authorizer) acknowledgePublicRoutes(api);
     // The environment can still grow after construction (addEnvironment, an aspect): check what is
     // synthesized, so a NODE_DEBUG that would print secrets, or any setting the function would
@@ -365,6 +418,15 @@ function functionStartProblems(environment: { variables?: Record<string, unknown
   }
 }
 
+/** The alarm thresholds given, over their defaults; the latency alarm's follows the upstream deadline. */
+function alarmThresholds(settings: Settings): Required<AlarmThresholds> {
+  return {
+    ...ALARM_THRESHOLD_DEFAULTS,
+    latencyP99Ms: Math.max(1, Math.floor(settings.upstreamTimeoutMs / 2)),
+    ...withoutUndefined(settings.alarmThresholds ?? {}),
+  };
+}
+
 function withoutUndefined<T extends object>(props: T): Partial<T> {
   return Object.fromEntries(Object.entries(props).filter(([, value]) => value !== undefined)) as Partial<T>;
 }
@@ -454,6 +516,7 @@ function validateSettings(settings: Settings, templateIsDeployable: boolean): Se
       `tokenCacheKmsKeyArn must be a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID), got "${settings.tokenCacheKmsKeyArn}"`,
     );
   }
+  problems.push(...monitoringProblems(settings));
   problems.push(...allowlistProblems(settings.allowedTokenUrls));
   if (settings.corsOrigins !== undefined) problems.push(...corsProblems(settings.corsOrigins));
 
@@ -481,6 +544,42 @@ export const OPEN_RELAY_REFUSAL =
   'allowedTokenUrls is empty, so the function would post client secrets to any public https URL a caller names. ' +
   "Either list the IdPs it may call (-c 'allowedTokenUrls=https://login.example.com,https://*.auth0.com'), " +
   'or accept any public https token URL explicitly (-c allowAnyPublicTokenUrl=true)';
+
+const EMAIL = /^[^\s@,]+@[^\s@,]+\.[^\s@,]+$/;
+const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/;
+const PERCENT_THRESHOLDS = ['serverErrorPercent', 'idpFailurePercent'] as const;
+
+/** Where the alarms go (one way at most), and thresholds each in its range. */
+function monitoringProblems({ monitoring, alarmEmail, alarmTopicArn, alarmThresholds: thresholds }: Settings): string[] {
+  const problems: string[] = [];
+  if (!monitoring) {
+    const given = Object.entries({ alarmEmail, alarmTopicArn, alarmThresholds: thresholds }).filter(([, value]) => value !== undefined);
+    return given.map(([name]) => `${name} needs monitoring on (it is off)`);
+  }
+  if (alarmEmail !== undefined && alarmTopicArn !== undefined) {
+    problems.push(
+      'alarmEmail and alarmTopicArn are two ways to deliver the alarms: give one (alarmEmail creates a topic, alarmTopicArn names yours)',
+    );
+  }
+  if (alarmEmail !== undefined && !EMAIL.test(alarmEmail)) problems.push(`alarmEmail must be one email address, got "${alarmEmail}"`);
+  if (alarmTopicArn !== undefined && !SNS_TOPIC_ARN.test(alarmTopicArn)) {
+    problems.push(`alarmTopicArn must be a standard SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME), got "${alarmTopicArn}"`);
+  }
+  for (const [name, value] of Object.entries(thresholds ?? {}) as [keyof AlarmThresholds, number | undefined][]) {
+    if (value === undefined) continue;
+    if ((PERCENT_THRESHOLDS as readonly string[]).includes(name)) {
+      if (!(Number.isFinite(value) && value > 0 && value <= 100))
+        problems.push(`alarmThresholds.${name} must be a percentage above 0 and at most 100, got ${value}`);
+    } else if (name === 'latencyP99Ms') {
+      if (!(Number.isInteger(value) && value >= 1 && value <= HTTP_API_INTEGRATION_LIMIT.toMilliseconds())) {
+        problems.push(`alarmThresholds.latencyP99Ms must be a whole number of milliseconds from 1 to 30000, got ${value}`);
+      }
+    } else if (!(Number.isInteger(value) && value >= 1)) {
+      problems.push(`alarmThresholds.${name} must be a whole number of at least 1, got ${value}`);
+    }
+  }
+  return problems;
+}
 
 function allowlistProblems(entries: readonly string[]): string[] {
   const problems: string[] = [];

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
-import { loadConfig } from '../lambda/config';
+import { type Config, loadConfig } from '../lambda/config';
 import { destroyAgents } from '../lambda/guarded-agents';
 import type * as Handler from '../lambda/handler';
 import { type LocalDynamoDb, localAwsEnvironment, LOCAL_TABLE_NAME, startLocalDynamoDb } from './dynamodb-local';
@@ -21,13 +21,24 @@ function portFromEnv(name: string, fallback: number): number {
 }
 
 /**
+ * The function's configuration from this process's environment, read by the function's own rules
+ * before anything starts: a bad value (a TOKEN_CACHE_TABLE DynamoDB would refuse, say) is a message
+ * naming the variable, not an error from the local table. With `shared` the table is named
+ * TOKEN_CACHE_TABLE, or `token-cache`.
+ */
+function localConfig(allowlist: string): Config {
+  const tokenCacheTable = process.env.TOKEN_CACHE_TABLE?.trim() || LOCAL_TABLE_NAME;
+  return loadConfig({ ...process.env, TOKEN_URL_ALLOWLIST: allowlist, TOKEN_CACHE_TABLE: tokenCacheTable });
+}
+
+/**
  * With TOKEN_CACHE=shared: an embedded DynamoDB-compatible server holding the table, and this
  * process's AWS SDK settings pointed at it, so no AWS account is involved. Set before the handler
  * module loads, since its shared tier starts talking to the table as it is created.
  */
-async function startSharedTable(): Promise<LocalDynamoDb | undefined> {
-  if (process.env.TOKEN_CACHE?.trim().toLowerCase() !== 'shared') return undefined;
-  const tableName = process.env.TOKEN_CACHE_TABLE?.trim() || LOCAL_TABLE_NAME;
+async function startSharedTable(config: Config): Promise<LocalDynamoDb | undefined> {
+  if (config.tokenCache !== 'shared' || config.tokenCacheTable === undefined) return undefined;
+  const tableName = config.tokenCacheTable;
   const table = await startLocalDynamoDb({ port: portFromEnv('DYNAMODB_PORT', 0), tableName });
   Object.assign(process.env, localAwsEnvironment(table.endpoint), { TOKEN_CACHE_TABLE: tableName });
   return table;
@@ -53,12 +64,12 @@ async function main(): Promise<void> {
     destroyAgents();
   };
   try {
-    table = await startSharedTable();
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded once the table's settings are in the environment
-    const { createHandler } = require('../lambda/handler') as typeof Handler;
     // The user's entries stay; the embedded IdP's origin is added so the policy lets the service reach it.
     const allowlist = [process.env.TOKEN_URL_ALLOWLIST?.trim(), idp.issuer].filter(Boolean).join(',');
-    const config = loadConfig({ ...process.env, TOKEN_URL_ALLOWLIST: allowlist });
+    const config = localConfig(allowlist);
+    table = await startSharedTable(config);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded once the table's settings are in the environment
+    const { createHandler } = require('../lambda/handler') as typeof Handler;
     const openApiPath = join(__dirname, '..', 'openapi.yaml');
 
     servers.push(createHttpApiGateway({ handler: createHandler(config), openApiPath }));

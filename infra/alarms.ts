@@ -83,7 +83,7 @@ export class ServiceAlarms extends Construct {
       check: 'the function log group for REPORT lines with "Status: error" or "timeout", then the last deploy',
     });
     this.count('FunctionThrottles', handler.metricThrottles({ ...period, statistic: 'Sum' }), t.functionThrottles, {
-      what: 'Lambda refused invocations for want of concurrency; callers got 500 {"message":"Internal Server Error"} from API Gateway.',
+      what: "Lambda refused invocations for want of concurrency; those callers got API Gateway's own 5xx, not the function's answer.",
       check:
         'ConcurrentExecutions against reservedConcurrency or the account limit, and whether a burst or a slow IdP holds instances busy',
     });

@@ -46,6 +46,32 @@ export const ALARM_THRESHOLD_DEFAULTS = {
   minRequests: 20,
 } as const satisfies AlarmThresholds;
 
+/** No answer through the HTTP API takes longer than its 30-second integration limit. */
+const MAX_LATENCY_THRESHOLD_MS = 30_000;
+const PERCENT_THRESHOLDS: readonly (keyof AlarmThresholds)[] = ['serverErrorPercent', 'idpFailurePercent'];
+
+/** One message per threshold out of its range, naming it: percentages, a latency, whole counts. */
+export function alarmThresholdProblems(thresholds: AlarmThresholds): string[] {
+  const problems: string[] = [];
+  for (const [name, value] of Object.entries(thresholds) as [keyof AlarmThresholds, number | undefined][]) {
+    if (value === undefined) continue;
+    if (PERCENT_THRESHOLDS.includes(name)) {
+      if (!(Number.isFinite(value) && value > 0 && value <= 100)) {
+        problems.push(`alarmThresholds.${name} must be a percentage above 0 and at most 100, got ${value}`);
+      }
+    } else if (name === 'latencyP99Ms') {
+      if (!(Number.isInteger(value) && value >= 1 && value <= MAX_LATENCY_THRESHOLD_MS)) {
+        problems.push(
+          `alarmThresholds.latencyP99Ms must be a whole number of milliseconds from 1 to ${MAX_LATENCY_THRESHOLD_MS}, got ${value}`,
+        );
+      }
+    } else if (!(Number.isInteger(value) && value >= 1)) {
+      problems.push(`alarmThresholds.${name} must be a whole number of at least 1, got ${value}`);
+    }
+  }
+  return problems;
+}
+
 export interface ServiceAlarmsProps {
   readonly metrics: ServiceMetrics;
   readonly handler: IFunction;

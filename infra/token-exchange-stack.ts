@@ -4,7 +4,6 @@ import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, PayloadFormatVersion } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
 import { PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, type CfnFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -23,7 +22,7 @@ import { TOKEN_PATHS } from '../lambda/routes';
 import { parseAllowlist } from '../lambda/token-url-policy';
 import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
 import { ALARM_THRESHOLD_DEFAULTS, type AlarmThresholds } from './alarms';
-import { Monitoring } from './monitoring';
+import { Monitoring, monitoringSettingProblems } from './monitoring';
 import { TokenCachePepper } from './token-cache-pepper';
 import { TokenCacheTable } from './token-cache-table';
 
@@ -197,8 +196,6 @@ export class TokenExchangeStack extends Stack {
   public readonly tokenCacheTable?: TokenCacheTable;
   /** With `tokenCache: 'shared'`: the secret pepper mixed into the table's item keys. */
   public readonly tokenCachePepper?: TokenCachePepper;
-  /** With `monitoring` on: every alarm of the service. */
-  public readonly alarms: readonly Alarm[] = [];
 
   constructor(scope: Construct, id: string, props: TokenExchangeStackProps = {}) {
     super(scope, id, props);
@@ -304,7 +301,6 @@ export class TokenExchangeStack extends Stack {
         alarmEmail: settings.alarmEmail,
         alarmTopicArn: settings.alarmTopicArn,
       });
-      this.alarms = monitoring.alarms;
       new CfnOutput(this, 'DashboardUrl', {
         value: `https://console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards/dashboard/${monitoring.dashboard.dashboardName}`,
         description: "The service's CloudWatch dashboard",
@@ -516,7 +512,7 @@ function validateSettings(settings: Settings, templateIsDeployable: boolean): Se
       `tokenCacheKmsKeyArn must be a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID), got "${settings.tokenCacheKmsKeyArn}"`,
     );
   }
-  problems.push(...monitoringProblems(settings));
+  problems.push(...monitoringSettingProblems(settings));
   problems.push(...allowlistProblems(settings.allowedTokenUrls));
   if (settings.corsOrigins !== undefined) problems.push(...corsProblems(settings.corsOrigins));
 
@@ -544,42 +540,6 @@ export const OPEN_RELAY_REFUSAL =
   'allowedTokenUrls is empty, so the function would post client secrets to any public https URL a caller names. ' +
   "Either list the IdPs it may call (-c 'allowedTokenUrls=https://login.example.com,https://*.auth0.com'), " +
   'or accept any public https token URL explicitly (-c allowAnyPublicTokenUrl=true)';
-
-const EMAIL = /^[^\s@,]+@[^\s@,]+\.[^\s@,]+$/;
-const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/;
-const PERCENT_THRESHOLDS = ['serverErrorPercent', 'idpFailurePercent'] as const;
-
-/** Where the alarms go (one way at most), and thresholds each in its range. */
-function monitoringProblems({ monitoring, alarmEmail, alarmTopicArn, alarmThresholds: thresholds }: Settings): string[] {
-  const problems: string[] = [];
-  if (!monitoring) {
-    const given = Object.entries({ alarmEmail, alarmTopicArn, alarmThresholds: thresholds }).filter(([, value]) => value !== undefined);
-    return given.map(([name]) => `${name} needs monitoring on (it is off)`);
-  }
-  if (alarmEmail !== undefined && alarmTopicArn !== undefined) {
-    problems.push(
-      'alarmEmail and alarmTopicArn are two ways to deliver the alarms: give one (alarmEmail creates a topic, alarmTopicArn names yours)',
-    );
-  }
-  if (alarmEmail !== undefined && !EMAIL.test(alarmEmail)) problems.push(`alarmEmail must be one email address, got "${alarmEmail}"`);
-  if (alarmTopicArn !== undefined && !SNS_TOPIC_ARN.test(alarmTopicArn)) {
-    problems.push(`alarmTopicArn must be a standard SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME), got "${alarmTopicArn}"`);
-  }
-  for (const [name, value] of Object.entries(thresholds ?? {}) as [keyof AlarmThresholds, number | undefined][]) {
-    if (value === undefined) continue;
-    if ((PERCENT_THRESHOLDS as readonly string[]).includes(name)) {
-      if (!(Number.isFinite(value) && value > 0 && value <= 100))
-        problems.push(`alarmThresholds.${name} must be a percentage above 0 and at most 100, got ${value}`);
-    } else if (name === 'latencyP99Ms') {
-      if (!(Number.isInteger(value) && value >= 1 && value <= HTTP_API_INTEGRATION_LIMIT.toMilliseconds())) {
-        problems.push(`alarmThresholds.latencyP99Ms must be a whole number of milliseconds from 1 to 30000, got ${value}`);
-      }
-    } else if (!(Number.isInteger(value) && value >= 1)) {
-      problems.push(`alarmThresholds.${name} must be a whole number of at least 1, got ${value}`);
-    }
-  }
-  return problems;
-}
 
 function allowlistProblems(entries: readonly string[]): string[] {
   const problems: string[] = [];

@@ -55,12 +55,14 @@ export async function runSmokeChecks(options: SmokeOptions, report: (result: Che
     report(result);
   };
   let sign = options.signing === 'always';
-  const checks = contractChecks();
-
-  if (options.signing === 'always') checks.unshift(unsignedRefusedCheck());
-  for (const [index, check] of checks.entries()) {
+  // With SMOKE_SIGV4=1, first an unsigned request that API Gateway must refuse.
+  const checks: { check: Check; unsigned?: boolean }[] = [
+    ...(options.signing === 'always' ? [{ check: unsignedRefusedCheck(), unsigned: true }] : []),
+    ...contractChecks().map((check) => ({ check })),
+  ];
+  for (const [index, { check, unsigned = false }] of checks.entries()) {
     try {
-      let answer = await send(check.request, index === 0 && options.signing === 'always' ? false : sign);
+      let answer = await send(check.request, sign && !unsigned);
       if (!sign && options.signing === 'auto' && isIamRefusal(answer)) {
         record({
           verdict: 'PASS',
@@ -74,8 +76,9 @@ export async function runSmokeChecks(options: SmokeOptions, report: (result: Che
       record({ verdict: ok ? 'PASS' : 'FAIL', name: check.name, detail });
     } catch (error) {
       record({ verdict: 'FAIL', name: check.name, detail: error instanceof Error ? error.message : String(error) });
-      for (const rest of checks.slice(index + 1))
-        record({ verdict: 'SKIP', name: rest.name, detail: 'not run: the service could not be reached' });
+      for (const rest of checks.slice(index + 1)) {
+        record({ verdict: 'SKIP', name: rest.check.name, detail: 'not run: the service could not be reached' });
+      }
       return results;
     }
   }

@@ -318,8 +318,8 @@ export class TokenExchangeStack extends Stack {
       });
     }
 
-    // Not on the dashboard: CloudFormation takes its tags since 2025, but cfn-lint's schema (1.51) does
-    // not know them yet and CI lints the template. Its name is the stack's anyway.
+    // Not on the dashboard: aws-cdk-lib's CloudFormation schema gives dashboards tags, but cfn-lint's
+    // (1.51, on the CI machines) does not and fails the template. Its name is the stack's anyway.
     Tags.of(this).add('service', 'token-exchange', { excludeResourceTypes: ['AWS::CloudWatch::Dashboard'] });
     if (!authorizer) acknowledgePublicRoutes(api);
     // The environment can still grow after construction (addEnvironment, an aspect): check what is

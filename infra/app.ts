@@ -2,10 +2,13 @@ import { App, Duration, Validations } from 'aws-cdk-lib';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { LogLevel, TokenCacheMode } from '../lambda/config';
+import { unknownContextKeyProblems } from './context-keys';
 import { type CallerAuthorization, TokenExchangeStack, type TokenExchangeStackProps } from './token-exchange-stack';
 
 /** How a context key is read (`-c key=value` gives strings, cdk.json may give JSON values). */
 type ContextReader = (key: string) => unknown;
+
+const DECIMAL = /^\s*[-+]?(\d+(\.\d*)?|\.\d+)\s*$/;
 
 /**
  * The stack's props from CDK context, the only place the deployment is configured. Keys left out
@@ -26,7 +29,8 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
   const number = (key: string): number | undefined => {
     const raw = value(key);
     if (raw === undefined) return undefined;
-    const parsed = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : Number.NaN;
+    // Any decimal number, negative too: the stack's range check then says which values the setting takes.
+    const parsed = typeof raw === 'number' ? raw : typeof raw === 'string' && DECIMAL.test(raw) ? Number(raw) : Number.NaN;
     if (Number.isNaN(parsed)) throw new Error(`Context key "${key}" must be a number, got ${JSON.stringify(raw)}`);
     return parsed;
   };
@@ -60,6 +64,18 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
   };
 
   const functionTimeoutSeconds = number('functionTimeoutSeconds');
+  const alarmThresholds = withoutUndefined({
+    functionErrors: number('alarmFunctionErrors'),
+    functionThrottles: number('alarmFunctionThrottles'),
+    serverErrorPercent: number('alarmServerErrorPercent'),
+    idpFailurePercent: number('alarmIdpFailurePercent'),
+    latencyP99Ms: number('alarmLatencyP99Ms'),
+    internalErrors: number('alarmInternalErrors'),
+    cacheErrors: number('alarmCacheErrors'),
+    tableErrors: number('alarmTableErrors'),
+    tableThrottles: number('alarmTableThrottles'),
+    minRequests: number('alarmMinRequests'),
+  });
   return {
     allowedTokenUrls: list('allowedTokenUrls'),
     allowAnyPublicTokenUrl: onOff('allowAnyPublicTokenUrl'),
@@ -77,12 +93,38 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
     reservedConcurrency: number('reservedConcurrency'),
     corsOrigins: list('corsOrigins'),
     sourceMapStackTraces: onOff('sourceMapStackTraces'),
+    monitoring: onOff('monitoring'),
+    alarmEmail: text('alarmEmail'),
+    alarmTopicArn: text('alarmTopicArn'),
+    alarmThresholds: Object.keys(alarmThresholds).length > 0 ? alarmThresholds : undefined,
   };
 }
 
-/** The CDK app: one stack, named by context `stackName`, checked against the AwsSolutions rules at every synth. */
+function withoutUndefined<T extends object>(values: T): Partial<T> {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+/**
+ * Every context key that is a setting of this app: the keys `propsFromContext` reads, found by
+ * letting it read an empty context (so the list cannot drift from the reader), and `stackName`.
+ */
+export function settingContextKeys(): string[] {
+  const keys = ['stackName'];
+  propsFromContext((key) => {
+    keys.push(key);
+    return undefined;
+  });
+  return keys;
+}
+
+/**
+ * The CDK app: one stack, named by context `stackName`, checked against the AwsSolutions rules at
+ * every synth. A context key that is no setting and not the CDK's stops it, naming the nearest setting.
+ */
 export function buildApp(app: App = new App()): TokenExchangeStack {
   const read: ContextReader = (key) => app.node.tryGetContext(key);
+  const unknownKeys = unknownContextKeyProblems(Object.keys(app.node.getAllContext() as object), settingContextKeys());
+  if (unknownKeys.length > 0) throw new Error(unknownKeys.join('\n'));
   const stackName = read('stackName') ?? 'TokenExchange';
   if (typeof stackName !== 'string') throw new Error(`Context key "stackName" must be a string, got ${JSON.stringify(stackName)}`);
   const stack = new TokenExchangeStack(app, stackName, {

@@ -23,6 +23,8 @@ const ATTRIBUTE_TYPES = { S: AttributeType.STRING, N: AttributeType.NUMBER, B: A
 export class TokenCacheTable extends Construct {
   readonly table: Table;
   readonly encryptionKey?: IKey;
+  /** Deleted with the stack: what the table holds is worth one IdP request per token to refill. */
+  readonly removalPolicy = RemovalPolicy.DESTROY;
 
   constructor(scope: Construct, id: string, props: TokenCacheTableProps = {}) {
     super(scope, id);
@@ -34,7 +36,7 @@ export class TokenCacheTable extends Construct {
       timeToLiveAttribute: TOKEN_CACHE_TABLE.timeToLiveAttribute,
       encryption: this.encryptionKey ? TableEncryption.CUSTOMER_MANAGED : TableEncryption.DEFAULT,
       encryptionKey: this.encryptionKey,
-      removalPolicy: RemovalPolicy.DESTROY,
+      removalPolicy: this.removalPolicy,
     });
     Validations.of(this.table).acknowledge({
       id: 'AwsSolutions-DDB3',

@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { CfnOutput, Duration, Stack, type StackProps, Tags, Token, Validations } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, Stack, type StackProps, Tags, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, PayloadFormatVersion } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
@@ -21,6 +21,9 @@ import {
 import { TOKEN_PATHS } from '../lambda/routes';
 import { parseAllowlist } from '../lambda/token-url-policy';
 import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
+import { ALARM_THRESHOLD_DEFAULTS, type AlarmThresholds } from './alarms';
+import { Monitoring, monitoringSettingProblems } from './monitoring';
+import { TokenCachePepper } from './token-cache-pepper';
 import { TokenCacheTable } from './token-cache-table';
 
 /**
@@ -133,6 +136,29 @@ export interface TokenExchangeStackProps extends StackProps {
    * @default false
    */
   readonly sourceMapStackTraces?: boolean;
+  /**
+   * A CloudWatch dashboard, alarms and saved Logs Insights queries for the service
+   * (docs/OPERATIONS.md). Off leaves them out, and then no alarm setting is accepted.
+   * @default true
+   */
+  readonly monitoring?: boolean;
+  /**
+   * Where the alarms go: the stack creates an SNS topic encrypted with a key of its own and subscribes
+   * this address (AWS mails a confirmation first). Not with `alarmTopicArn`.
+   * @default - no topic: the alarms show in CloudWatch only
+   */
+  readonly alarmEmail?: string;
+  /**
+   * An existing SNS topic every alarm notifies, when it fires and when it is OK again. Its policy (and
+   * its KMS key, if encrypted) must let CloudWatch publish. Not with `alarmEmail`.
+   * @default - no topic: the alarms show in CloudWatch only
+   */
+  readonly alarmTopicArn?: string;
+  /**
+   * When each alarm fires; each one left out takes its default.
+   * @default - see AlarmThresholds
+   */
+  readonly alarmThresholds?: AlarmThresholds;
 }
 
 /** The values the stack uses for props left out. */
@@ -150,10 +176,13 @@ export const TOKEN_EXCHANGE_DEFAULTS = {
   throttleBurstLimit: 100,
   logRetention: RetentionDays.ONE_MONTH,
   sourceMapStackTraces: false,
+  monitoring: true,
 } as const;
 
-type Settings = Required<Omit<TokenExchangeStackProps, keyof StackProps | 'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn'>> &
-  Pick<TokenExchangeStackProps, 'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn'>;
+/** The props that have no default value: left out, they are absent. */
+type OptionalSetting = 'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn' | 'alarmEmail' | 'alarmTopicArn' | 'alarmThresholds';
+type Settings = Required<Omit<TokenExchangeStackProps, keyof StackProps | OptionalSetting>> &
+  Pick<TokenExchangeStackProps, OptionalSetting>;
 
 /**
  * The token exchange service: one arm64 Node.js function behind an API Gateway HTTP API with the
@@ -165,14 +194,30 @@ export class TokenExchangeStack extends Stack {
   public readonly handler: NodejsFunction;
   /** With `tokenCache: 'shared'`: the table every instance shares. */
   public readonly tokenCacheTable?: TokenCacheTable;
+  /** With `tokenCache: 'shared'`: the secret pepper mixed into the table's item keys. */
+  public readonly tokenCachePepper?: TokenCachePepper;
 
   constructor(scope: Construct, id: string, props: TokenExchangeStackProps = {}) {
     super(scope, id, props);
-    const settings = validateSettings({ ...TOKEN_EXCHANGE_DEFAULTS, ...withoutUndefined(props) });
+    const settings = validateSettings({ ...TOKEN_EXCHANGE_DEFAULTS, ...withoutUndefined(props) }, this.bundlingRequired);
+    if (!this.bundlingRequired && isOpenRelayByAccident(settings)) {
+      // Loaded by a CDK command that deploys nothing of this stack (bootstrap, ls, flags, destroy...):
+      // no token URL choice is needed to answer it. The assembly it leaves behind still says no, so a
+      // `cdk deploy --app cdk.out` of it stops with the refusal.
+      Annotations.of(this).addError(OPEN_RELAY_REFUSAL);
+    }
     if (settings.tokenCache === 'shared') {
       this.tokenCacheTable = new TokenCacheTable(this, 'TokenCache', { kmsKeyArn: settings.tokenCacheKmsKeyArn });
+      this.tokenCachePepper = new TokenCachePepper(this, 'TokenCachePepper', { removalPolicy: this.tokenCacheTable.removalPolicy });
     }
-    const environment = functionEnvironment(settings, this.tokenCacheTable?.table.tableName);
+    const environment = functionEnvironment(
+      settings,
+      this.tokenCacheTable &&
+        this.tokenCachePepper && {
+          tableName: this.tokenCacheTable.table.tableName,
+          pepperSecretArn: this.tokenCachePepper.secret.secretArn,
+        },
+    );
     assertFunctionWouldStart(environment);
 
     const functionLogs = new LogGroup(this, 'FunctionLogs', { retention: settings.logRetention });
@@ -181,7 +226,7 @@ export class TokenExchangeStack extends Stack {
     const role = new Role(this, 'FunctionRole', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
       description: this.tokenCacheTable
-        ? 'Token exchange function: writes its own logs, reads and writes items of its token cache table'
+        ? 'Token exchange function: writes its own logs, reads and writes items of its token cache table, reads the cache pepper'
         : 'Token exchange function: writes its own logs, nothing else',
       inlinePolicies: {
         WriteOwnLogs: new PolicyDocument({
@@ -191,6 +236,9 @@ export class TokenExchangeStack extends Stack {
         }),
         ...(this.tokenCacheTable
           ? { UseTokenCacheTable: new PolicyDocument({ statements: this.tokenCacheTable.accessStatements() }) }
+          : {}),
+        ...(this.tokenCachePepper
+          ? { ReadTokenCachePepper: new PolicyDocument({ statements: this.tokenCachePepper.accessStatements() }) }
           : {}),
       },
     });
@@ -220,7 +268,7 @@ export class TokenExchangeStack extends Stack {
       corsPreflight: settings.corsOrigins && {
         allowOrigins: [...settings.corsOrigins],
         allowMethods: [CorsHttpMethod.POST],
-        allowHeaders: ['content-type'],
+        allowHeaders: corsAllowedHeaders(settings.callerAuthorization),
         maxAge: Duration.hours(1),
       },
     });
@@ -240,6 +288,25 @@ export class TokenExchangeStack extends Stack {
     const authorizer = settings.callerAuthorization === 'iam' ? new HttpIamAuthorizer() : undefined;
     for (const routePath of TOKEN_PATHS) api.addRoutes({ path: routePath, methods: [HttpMethod.POST], integration, authorizer });
 
+    if (settings.monitoring) {
+      const monitoring = new Monitoring(this, 'Monitoring', {
+        metricsNamespace: settings.metricsNamespace,
+        handler: this.handler,
+        api,
+        functionLogs,
+        accessLogs,
+        tokenCache: settings.tokenCache,
+        table: this.tokenCacheTable?.table,
+        thresholds: alarmThresholds(settings),
+        alarmEmail: settings.alarmEmail,
+        alarmTopicArn: settings.alarmTopicArn,
+      });
+      new CfnOutput(this, 'DashboardUrl', {
+        value: `https://console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards/dashboard/${monitoring.dashboard.dashboardName}`,
+        description: "The service's CloudWatch dashboard",
+      });
+    }
+
     this.apiUrl = stage.url;
     new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'Base URL of the HTTP API' });
     new CfnOutput(this, 'TokenEndpointV1', { value: `${stage.url}v1/oauth/token`, description: 'POST client credentials here' });
@@ -251,7 +318,9 @@ export class TokenExchangeStack extends Stack {
       });
     }
 
-    Tags.of(this).add('service', 'token-exchange');
+    // Not on the dashboard: aws-cdk-lib's CloudFormation schema gives dashboards tags, but cfn-lint's
+    // (1.51, on the CI machines) does not and fails the template. Its name is the stack's anyway.
+    Tags.of(this).add('service', 'token-exchange', { excludeResourceTypes: ['AWS::CloudWatch::Dashboard'] });
     if (!authorizer) acknowledgePublicRoutes(api);
     // The environment can still grow after construction (addEnvironment, an aspect): check what is
     // synthesized, so a NODE_DEBUG that would print secrets, or any setting the function would
@@ -305,12 +374,17 @@ function bundlingOptions() {
 }
 
 /** The contract's configuration variables, and the metrics namespace. Never `DEBUG`. */
-function functionEnvironment(settings: Settings, tokenCacheTable: string | undefined): Record<string, string> {
+function functionEnvironment(
+  settings: Settings,
+  sharedCache: { tableName: string; pepperSecretArn: string } | undefined,
+): Record<string, string> {
   return {
     TOKEN_URL_ALLOWLIST: settings.allowedTokenUrls.join(','),
     UPSTREAM_TIMEOUT_MS: String(settings.upstreamTimeoutMs),
     TOKEN_CACHE: settings.tokenCache,
-    ...(tokenCacheTable === undefined ? {} : { TOKEN_CACHE_TABLE: tokenCacheTable }),
+    ...(sharedCache === undefined
+      ? {}
+      : { TOKEN_CACHE_TABLE: sharedCache.tableName, TOKEN_CACHE_PEPPER_SECRET: sharedCache.pepperSecretArn }),
     LOG_LEVEL: settings.logLevel,
     POWERTOOLS_METRICS_NAMESPACE: settings.metricsNamespace,
     ...(settings.sourceMapStackTraces ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
@@ -340,6 +414,15 @@ function functionStartProblems(environment: { variables?: Record<string, unknown
   }
 }
 
+/** The alarm thresholds given, over their defaults; the latency alarm's follows the upstream deadline. */
+function alarmThresholds(settings: Settings): Required<AlarmThresholds> {
+  return {
+    ...ALARM_THRESHOLD_DEFAULTS,
+    latencyP99Ms: Math.max(1, Math.floor(settings.upstreamTimeoutMs / 2)),
+    ...withoutUndefined(settings.alarmThresholds ?? {}),
+  };
+}
+
 function withoutUndefined<T extends object>(props: T): Partial<T> {
   return Object.fromEntries(Object.entries(props).filter(([, value]) => value !== undefined)) as Partial<T>;
 }
@@ -349,8 +432,20 @@ const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
 // CloudWatch's rule for namespaces: 1-255 of these characters, not starting with `AWS/`.
 const METRICS_NAMESPACE = /^(?!AWS\/)(?=.*\S)[A-Za-z0-9.\-_/#: ]{1,255}$/;
 
-/** Check every setting; throws one error listing each problem with the prop's name. */
-function validateSettings(settings: Settings): Settings {
+/**
+ * Check every setting; throws one error listing each problem with the prop's name. The token URL
+ * choice is required only when the template is built to be deployed (`bundlingRequired`).
+ *
+ * Why `Stack.bundlingRequired` tells the commands apart: the CDK CLI runs the app for every command
+ * that needs the stacks, and the only thing it tells the app about the command is the context key
+ * `aws:cdk:bundling-stacks`: `["**"]` (or the stacks named with `--exclusively`) for synth, deploy,
+ * diff, watch, import, publish-assets and refactor, `[]` for all the others (bootstrap, ls, flags,
+ * destroy, metadata, gc...). Its environment (CDK_OUTDIR, CDK_CONTEXT_JSON, CDK_DEFAULT_REGION...)
+ * is the same for all. `bundlingRequired` is aws-cdk-lib's own reading of that key for this stack
+ * (glob patterns included) and the one that decides whether the function is built at all; run without
+ * the CLI (`tsx infra/app.ts`, a test) it is true, so the refusal is the default.
+ */
+function validateSettings(settings: Settings, templateIsDeployable: boolean): Settings {
   const problems: string[] = [];
   const check = (ok: boolean, problem: string) => {
     if (!ok) problems.push(problem);
@@ -405,7 +500,7 @@ function validateSettings(settings: Settings): Settings {
     CALLER_AUTHORIZATIONS.includes(settings.callerAuthorization),
     `callerAuthorization must be one of ${CALLER_AUTHORIZATIONS.join(', ')}, got ${settings.callerAuthorization}`,
   );
-  problems.push(...tokenUrlChoiceProblems(settings));
+  problems.push(...tokenUrlChoiceProblems(settings).filter((problem) => templateIsDeployable || problem !== OPEN_RELAY_REFUSAL));
   check(
     (TOKEN_CACHE_MODES as readonly string[]).includes(settings.tokenCache),
     `tokenCache must be one of ${TOKEN_CACHE_MODES.join(', ')}, got ${settings.tokenCache}`,
@@ -417,6 +512,7 @@ function validateSettings(settings: Settings): Settings {
       `tokenCacheKmsKeyArn must be a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID), got "${settings.tokenCacheKmsKeyArn}"`,
     );
   }
+  problems.push(...monitoringSettingProblems(settings));
   problems.push(...allowlistProblems(settings.allowedTokenUrls));
   if (settings.corsOrigins !== undefined) problems.push(...corsProblems(settings.corsOrigins));
 
@@ -424,9 +520,15 @@ function validateSettings(settings: Settings): Settings {
   return settings;
 }
 
+/** Neither an allowlist nor the explicit opt-in to any public https token URL. */
+function isOpenRelayByAccident({ allowedTokenUrls, allowAnyPublicTokenUrl }: Settings): boolean {
+  return allowedTokenUrls.length === 0 && !allowAnyPublicTokenUrl;
+}
+
 /** An empty allowlist posts secrets to any public https URL a caller names: only when asked to, explicitly. */
-function tokenUrlChoiceProblems({ allowedTokenUrls, allowAnyPublicTokenUrl }: Settings): string[] {
-  if (allowedTokenUrls.length === 0 && !allowAnyPublicTokenUrl) return [OPEN_RELAY_REFUSAL];
+function tokenUrlChoiceProblems(settings: Settings): string[] {
+  const { allowedTokenUrls, allowAnyPublicTokenUrl } = settings;
+  if (isOpenRelayByAccident(settings)) return [OPEN_RELAY_REFUSAL];
   if (allowedTokenUrls.length > 0 && allowAnyPublicTokenUrl) {
     return ['allowAnyPublicTokenUrl=true contradicts allowedTokenUrls: keep the list, or drop it to accept any public https token URL'];
   }
@@ -461,6 +563,15 @@ function corsProblems(origins: readonly string[]): string[] {
   return origins
     .filter((origin) => !isOrigin(origin))
     .map((origin) => `corsOrigins entries must be origins like https://app.example.com, got "${origin}"`);
+}
+
+/**
+ * Request headers a browser may send cross-origin: the body's content type, and with IAM callers the
+ * SigV4 headers a signing browser client adds (its signature, date, session token and body hash).
+ */
+function corsAllowedHeaders(callerAuthorization: CallerAuthorization): string[] {
+  const sigV4 = ['authorization', 'x-amz-date', 'x-amz-security-token', 'x-amz-content-sha256'];
+  return callerAuthorization === 'iam' ? ['content-type', ...sigV4] : ['content-type'];
 }
 
 function isOrigin(value: string): boolean {

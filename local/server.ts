@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
-import { loadConfig } from '../lambda/config';
+import { type Config, loadConfig } from '../lambda/config';
 import { destroyAgents } from '../lambda/guarded-agents';
 import type * as Handler from '../lambda/handler';
 import { type LocalDynamoDb, localAwsEnvironment, LOCAL_TABLE_NAME, startLocalDynamoDb } from './dynamodb-local';
@@ -26,14 +26,30 @@ function portFromEnv(name: string, fallback: number): number {
 const LOCAL_PEPPER_SECRET = 'token-cache-pepper';
 
 /**
+ * The function's configuration from this process's environment, read by the function's own rules
+ * before anything starts: a bad value (a TOKEN_CACHE_TABLE DynamoDB would refuse, say) is a message
+ * naming the variable, not an error from the local table. With `shared` the table is named
+ * TOKEN_CACHE_TABLE, or `token-cache`, and the pepper is the local stand-in's.
+ */
+function localConfig(allowlist: string): Config {
+  const tokenCacheTable = process.env.TOKEN_CACHE_TABLE?.trim() || LOCAL_TABLE_NAME;
+  return loadConfig({
+    ...process.env,
+    TOKEN_URL_ALLOWLIST: allowlist,
+    TOKEN_CACHE_TABLE: tokenCacheTable,
+    TOKEN_CACHE_PEPPER_SECRET: LOCAL_PEPPER_SECRET,
+  });
+}
+
+/**
  * With TOKEN_CACHE=shared: an embedded DynamoDB-compatible server holding the table, a Secrets Manager
  * stand-in holding a pepper made for this run, and this process's AWS SDK settings pointed at both,
  * so no AWS account is involved. Set before the handler module loads, since its shared tier starts
  * talking to both as it is created.
  */
-async function startSharedTable(): Promise<{ table: LocalDynamoDb; secrets: LocalSecretsManager } | undefined> {
-  if (process.env.TOKEN_CACHE?.trim().toLowerCase() !== 'shared') return undefined;
-  const tableName = process.env.TOKEN_CACHE_TABLE?.trim() || LOCAL_TABLE_NAME;
+async function startSharedTable(config: Config): Promise<{ table: LocalDynamoDb; secrets: LocalSecretsManager } | undefined> {
+  if (config.tokenCache.mode !== 'shared') return undefined;
+  const tableName = config.tokenCache.table;
   const table = await startLocalDynamoDb({ port: portFromEnv('DYNAMODB_PORT', 0), tableName });
   const secrets = await startLocalSecretsManager({ [LOCAL_PEPPER_SECRET]: randomBytes(32).toString('base64url') });
   Object.assign(process.env, localAwsEnvironment(table.endpoint, secrets.endpoint), {
@@ -68,13 +84,13 @@ async function main(): Promise<void> {
     destroyAgents();
   };
   try {
-    local = await startSharedTable();
+    // The user's entries stay; the embedded IdP's origin is added so the policy lets the service reach it.
+    const allowlist = [process.env.TOKEN_URL_ALLOWLIST?.trim(), idp.issuer].filter(Boolean).join(',');
+    const config = localConfig(allowlist);
+    local = await startSharedTable(config);
     const table = local?.table;
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded once the table's settings are in the environment
     const { createHandler } = require('../lambda/handler') as typeof Handler;
-    // The user's entries stay; the embedded IdP's origin is added so the policy lets the service reach it.
-    const allowlist = [process.env.TOKEN_URL_ALLOWLIST?.trim(), idp.issuer].filter(Boolean).join(',');
-    const config = loadConfig({ ...process.env, TOKEN_URL_ALLOWLIST: allowlist });
     const openApiPath = join(__dirname, '..', 'openapi.yaml');
 
     servers.push(createHttpApiGateway({ handler: createHandler(config), openApiPath }));

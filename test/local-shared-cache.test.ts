@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { join } from 'node:path';
 
 const REPO_ROOT = join(__dirname, '..');
@@ -89,4 +90,36 @@ describe('TOKEN_CACHE=shared npm start', () => {
     const [fetched, kept] = (await Promise.all([first.json(), shared.json()])) as { access_token: string }[];
     expect(kept?.access_token).toBe(fetched?.access_token);
   });
+});
+
+describe('TOKEN_CACHE=shared npm start with a bad table name', () => {
+  it('stops before starting the table, naming TOKEN_CACHE_TABLE and the rule it breaks', async () => {
+    // Prepare: `x` is no DynamoDB table name (3 to 255 characters)
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      TOKEN_CACHE: 'shared',
+      TOKEN_CACHE_TABLE: 'x',
+      PORT: '0',
+      IDP_PORT: '0',
+      SECOND_INSTANCE_PORT: '0',
+    };
+    const child = spawn(join(REPO_ROOT, 'node_modules/.bin/tsx'), ['local/server.ts'], {
+      cwd: REPO_ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+
+    // Act
+    const [code] = (await once(child, 'exit')) as [number | null];
+
+    // Assess
+    expect(output).toContain(
+      'npm start failed: Environment variable TOKEN_CACHE_TABLE must be a DynamoDB table name: 3 to 255 letters, digits, _ . or -',
+    );
+    expect(output).not.toMatch(/ValidationException|dynalite|listening/);
+    expect(code).toBe(1);
+  }, 30_000);
 });

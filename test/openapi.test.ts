@@ -30,6 +30,31 @@ const componentResponse = (name: string): ResponseObject => {
   if (!response) throw new Error(`openapi.yaml has no components.responses.${name}`);
   return response;
 };
+/**
+ * API Gateway's own answers on the token routes, byte for byte: over its 10 MB payload limit, when its
+ * throttling refuses, an unsigned request with IAM callers, and when the function has not answered
+ * within the 30-second integration limit. (Its 404 for other routes is `NotFound`, on no operation.)
+ */
+const GATEWAY_ANSWERS: Record<string, string> = {
+  '403': '{"message":"Forbidden"}',
+  '413': '{"message":"Request Entity Too Large"}',
+  '429': '{"message":"Too Many Requests"}',
+  '503': '{"message":"Service Unavailable"}',
+};
+
+/** The function's error schema for `code` in a documented response: the schema, or the branch of its `oneOf` whose `code` is that code. */
+function functionErrorSchema(response: ResponseObject | undefined, code: string): Record<string, unknown> {
+  const schema = jsonSchemaOf(response);
+  const branches = (schema.oneOf as Record<string, unknown>[] | undefined) ?? [schema];
+  const codeOf = (branch: Record<string, unknown>): unknown => {
+    const target = typeof branch.$ref === 'string' ? document.components.schemas[branch.$ref.split('/').pop() ?? ''] : branch;
+    return (target?.properties as { code?: { const?: unknown } } | undefined)?.code?.const;
+  };
+  const branch = branches.find((candidate) => codeOf(candidate) === code);
+  if (!branch) throw new Error(`no branch of the documented schema has the code ${code}`);
+  return branch;
+}
+
 const jsonSchemaOf = (response: ResponseObject | undefined) => {
   const schema = response?.content?.['application/json']?.schema;
   if (!schema) throw new Error('the response documents no application/json schema');
@@ -65,14 +90,15 @@ describe('openapi.yaml', () => {
     expect(unversioned).toEqual(versioned);
   });
 
-  it('documents exactly the 200 and the statuses of the error table, each with the code of its status', () => {
+  it("documents exactly the 200, the statuses of the error table and API Gateway's own answers, each error with the code of its status", () => {
     // Prepare
     const responses = api.operation(TOKEN_PATH, 'post').responses;
 
     // Assess
-    expect(Object.keys(responses).sort()).toEqual(['200', ...Object.values(ERROR_STATUS).map(String)].sort());
+    const statuses = new Set(['200', ...Object.values(ERROR_STATUS).map(String), ...Object.keys(GATEWAY_ANSWERS)]);
+    expect(Object.keys(responses).sort()).toEqual([...statuses].sort());
     for (const [code, status] of Object.entries(ERROR_STATUS) as [ErrorCode, number][]) {
-      const schema = jsonSchemaOf(documentedResponse(status));
+      const schema = functionErrorSchema(documentedResponse(status), code);
       const fixedDescription = status === 401 ? [{ keyword: 'const', instancePath: '/description' }] : [];
       expect({
         status,
@@ -89,15 +115,40 @@ describe('openapi.yaml', () => {
     }
   });
 
-  it('documents content-type, cache-control and pragma on every response', () => {
+  it('documents content-type, cache-control and pragma on every response the function may give', () => {
     for (const [name, response] of Object.entries(document.components.responses)) {
       // Assess
       expect({ name, media: Object.keys(response.content ?? {}) }).toEqual({ name, media: ['application/json'] });
+      if (response['x-answered-by'] === 'api-gateway') continue;
       expect({ name, headers: Object.keys(response.headers ?? {}) }).toEqual({
         name,
         headers: expect.arrayContaining(['cache-control', 'pragma']),
       });
     }
+  });
+
+  it.each(Object.entries(GATEWAY_ANSWERS))("documents API Gateway's own %s answer, %s, beside the function's", (status, body) => {
+    // Prepare
+    const documented = documentedResponse(Number(status));
+    const answer = { statusCode: Number(status), headers: { 'content-type': 'application/json' }, body };
+
+    // Act
+    const problems = api.responseProblems(documented, answer);
+
+    // Assess
+    expect(problems).toEqual([]);
+    expect(api.failures(jsonSchemaOf(documented), { message: 'Something else', extra: true })).not.toEqual([]);
+  });
+
+  it('marks the answers only API Gateway gives, which carry none of the function headers', () => {
+    const gatewayOnly = Object.entries(document.components.responses)
+      .filter(([, response]) => response['x-answered-by'] === 'api-gateway')
+      .map(([name, response]) => [name, Object.keys(response.headers ?? {})]);
+
+    expect(gatewayOnly).toEqual([
+      ['TooManyRequests', []],
+      ['ServiceUnavailable', []],
+    ]);
   });
 
   it("uses the service's own fixed texts in the examples of its fixed-text errors", () => {

@@ -1,7 +1,7 @@
 import { Duration, Token } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { buildApp, propsFromContext } from '../../infra/app';
+import { buildApp, propsFromContext, settingContextKeys } from '../../infra/app';
 import { newApp } from './stack-fixture';
 
 const reader =
@@ -74,7 +74,18 @@ describe('propsFromContext', () => {
   });
 
   it.each([
+    ['-1', -1],
+    [' 2.5 ', 2.5],
+    ['+7', 7],
+    ['.5', 0.5],
+  ])('reads the number %p as %p, negative too, so the range check can name its rule', (text, expected) => {
+    expect(propsFromContext(reader({ throttleRateLimit: text })).throttleRateLimit).toBe(expected);
+  });
+
+  it.each([
     ['memorySize', 'lots', /Context key "memorySize" must be a number, got "lots"/],
+    ['memorySize', '1e3', /Context key "memorySize" must be a number, got "1e3"/],
+    ['memorySize', '--1', /Context key "memorySize" must be a number, got "--1"/],
     ['upstreamTimeoutMs', '5s', /Context key "upstreamTimeoutMs" must be a number, got "5s"/],
     ['tokenCache', 'yes', /Context key "tokenCache" must be off, memory or shared \(on and true mean memory\), got "yes"/],
     ['corsOrigins', [1, 2], /Context key "corsOrigins" must be a comma-separated string or an array of strings/],
@@ -119,5 +130,64 @@ describe('buildApp', () => {
     expect(Token.isUnresolved(agnostic.region)).toBe(true);
     expect(Token.isUnresolved(agnostic.account)).toBe(true);
     expect([pinned.account, pinned.region]).toEqual(['123456789012', 'eu-west-1']);
+  });
+});
+
+describe('context keys', () => {
+  it('stops on a misspelt setting, naming the setting meant: -c tokencache=shared', () => {
+    const act = () => buildApp(newApp({ bundle: false, context: { tokencache: 'shared' } }));
+
+    expect(act).toThrow('Unknown context key "tokencache": did you mean "tokenCache"?');
+  });
+
+  it('stops on a setting missing a letter: -c allowedTokenUrl=...', () => {
+    const act = () => buildApp(newApp({ bundle: false, context: { allowedTokenUrl: 'https://login.example.com' } }));
+
+    expect(act).toThrow('Unknown context key "allowedTokenUrl": did you mean "allowedTokenUrls"?');
+  });
+
+  it('names every unknown key, one per line', () => {
+    const act = () => buildApp(newApp({ bundle: false, context: { memorysize: '512', logLevl: 'WARN' } }));
+
+    expect(act).toThrow(
+      /^Unknown context key "memorysize": did you mean "memorySize"\?\nUnknown context key "logLevl": did you mean "logLevel"\?$/,
+    );
+  });
+
+  it("accepts cdk.json's feature flags and the keys the CDK itself sets", () => {
+    // Prepare: beside cdk.json's context (newApp): the CLI's own keys, `cdk acknowledge`'s, a cached lookup
+    const context = {
+      'aws:cdk:enable-path-metadata': true,
+      'aws:cdk:bundling-stacks': [],
+      'acknowledged-issue-numbers': [12345],
+      'availability-zones:account=123456789012:region=eu-west-1': ['eu-west-1a'],
+      '@aws-cdk/core:bootstrapQualifier': 'hnb659fds',
+      stackName: 'AcmeTokens',
+    };
+
+    // Act
+    const stack = buildApp(newApp({ bundle: false, context }));
+
+    // Assess
+    expect(stack.stackName).toBe('AcmeTokens');
+  });
+
+  it('knows every key propsFromContext reads, and stackName', () => {
+    expect(settingContextKeys()).toEqual(
+      expect.arrayContaining([
+        'stackName',
+        'allowedTokenUrls',
+        'allowAnyPublicTokenUrl',
+        'tokenCache',
+        'functionTimeoutSeconds',
+        'logRetentionDays',
+      ]),
+    );
+  });
+
+  it('says that -c throttleRateLimit=-1 must be above 0, not that it is no number', () => {
+    const act = () => buildApp(newApp({ bundle: false, context: { throttleRateLimit: '-1' } }));
+
+    expect(act).toThrow('throttleRateLimit must be a number of requests per second above 0, got -1');
   });
 });

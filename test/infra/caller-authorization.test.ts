@@ -20,9 +20,15 @@ function acknowledgedRules(scope: IConstruct): string[] {
     .flatMap((entry) => Object.keys(entry.data as Record<string, string>));
 }
 
-/** An app with the project's context and nothing else: what `cdk synth` sees without -c. */
+/** An app with the project's context and nothing else, bundling nothing: for stacks the tests construct. */
 const bareApp = (context: Record<string, string> = {}): App =>
   new App({ context: { ...projectContext(), 'aws:cdk:bundling-stacks': [], ...context } });
+
+/**
+ * What `cdk synth`, `deploy` or `diff` without -c give the app: the project's context and every stack
+ * to bundle. Only for stacks that must be refused, which happens before anything is bundled.
+ */
+const synthApp = (): App => new App({ context: { ...projectContext(), 'aws:cdk:bundling-stacks': ['**'] } });
 
 const ALLOWLIST = ['https://login.example.com'];
 
@@ -81,6 +87,23 @@ describe('callerAuthorization', () => {
     expect(violations.map((violation) => violation.ruleName)).toEqual([]);
   });
 
+  it('lets browsers send the SigV4 headers in CORS requests with iam', () => {
+    // Act
+    const { template: iam } = template({
+      allowedTokenUrls: ALLOWLIST,
+      callerAuthorization: 'iam',
+      corsOrigins: ['https://app.example.com'],
+    });
+
+    // Assess
+    iam.hasResourceProperties('AWS::ApiGatewayV2::Api', {
+      CorsConfiguration: Match.objectLike({
+        AllowOrigins: ['https://app.example.com'],
+        AllowHeaders: ['content-type', 'authorization', 'x-amz-date', 'x-amz-security-token', 'x-amz-content-sha256'],
+      }),
+    });
+  });
+
   it('refuses a value other than none or iam, naming the prop', () => {
     // Act
     const act = () => template({ allowedTokenUrls: ALLOWLIST, callerAuthorization: 'jwt' as 'iam' });
@@ -117,7 +140,7 @@ describe('callerAuthorization', () => {
 describe('no open relay by accident', () => {
   it('stops with neither allowedTokenUrls nor allowAnyPublicTokenUrl, naming both ways forward', () => {
     // Act
-    const act = () => new TokenExchangeStack(bareApp(), 'OpenRelay', {});
+    const act = () => new TokenExchangeStack(synthApp(), 'OpenRelay', {});
 
     // Assess
     expect(act).toThrow(OPEN_RELAY_REFUSAL);
@@ -127,7 +150,7 @@ describe('no open relay by accident', () => {
 
   it('stops `cdk synth` with no context with that message', () => {
     // Act
-    const act = () => buildApp(bareApp());
+    const act = () => buildApp(synthApp());
 
     // Assess
     expect(act).toThrow(/allowedTokenUrls is empty.*allowedTokenUrls=.*allowAnyPublicTokenUrl=true/s);
@@ -135,7 +158,7 @@ describe('no open relay by accident', () => {
 
   it('stops on an empty allowlist too', () => {
     // Act
-    const act = () => new TokenExchangeStack(bareApp(), 'EmptyList', { allowedTokenUrls: [] });
+    const act = () => new TokenExchangeStack(synthApp(), 'EmptyList', { allowedTokenUrls: [] });
 
     // Assess
     expect(act).toThrow(OPEN_RELAY_REFUSAL);

@@ -250,7 +250,7 @@ describe('the outputs', () => {
     defaults.hasOutput(name, { Value: apiUrl(api, path) });
   });
 
-  it('are exactly those three', () => {
-    expect(Object.keys(defaults.findOutputs('*')).sort()).toEqual(['ApiUrl', 'TokenEndpoint', 'TokenEndpointV1']);
+  it("are exactly those three and the dashboard's URL", () => {
+    expect(Object.keys(defaults.findOutputs('*')).sort()).toEqual(['ApiUrl', 'DashboardUrl', 'TokenEndpoint', 'TokenEndpointV1']);
   });
 });

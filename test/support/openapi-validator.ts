@@ -19,6 +19,8 @@ export interface MediaTypeObject {
 
 export interface ResponseObject {
   description: string;
+  /** `api-gateway` on a response only API Gateway gives, never the function (an extension of this document). */
+  'x-answered-by'?: string;
   headers?: Record<string, HeaderObject | { $ref: string }>;
   content?: Record<string, MediaTypeObject>;
 }

@@ -59,10 +59,10 @@ export class MemoryTier {
 
   /** What this instance knows about a key, as a request sees it (a `no-cache` request shares only a fresh fetch). */
   view(slot: Slot, hold: Remembered | undefined, freshness: Freshness, now: number): KeyView {
-    const entry = slot.kept && phaseOf(slot.kept, now) !== 'expired' ? slot.kept : undefined;
     const busy = freshness.noCache ? slot.pending?.fresh === true : slot.pending !== undefined;
     return {
-      entry,
+      // An expired token is in no phase that answers: the plan passes it by.
+      entry: slot.kept,
       failure: slot.failure && slot.failure.until > now ? slot.failure : undefined,
       hold,
       busy,

@@ -15,7 +15,7 @@ export interface Freshness {
 
 /** What one tier (this instance's memory, or the table) knows about a key at a moment. */
 export interface KeyView {
-  /** The newest kept token, unless it has expired. */
+  /** The newest kept token (one that has expired answers nothing). */
   readonly entry: Entry | undefined;
   /** A remembered failure still in force. */
   readonly failure: Remembered | undefined;
@@ -79,7 +79,7 @@ export function decide(view: KeyView, freshness: Freshness, now: number): Plan {
     if (hold) return { act: 'fail', failure: hold, cause: 'hold' };
     return busy ? { act: 'wait' } : { act: 'exchange', refresh: false };
   }
-  const phase = entry ? phaseOf(entry, now) : 'expired';
+  const phase = entry && phaseOf(entry, now);
   if (entry && phase === 'fresh') return { act: 'answer', entry };
   if (entry && phase === 'refresh') {
     return hold || failure || view.refreshing ? { act: 'answer', entry } : { act: 'exchange', refresh: true };

@@ -76,6 +76,8 @@ describe('answerFrom', () => {
     expect(answerFrom(entry(3600, { ext_expires_in: 10 }), RECEIVED + 60_000).ext_expires_in).toBe(0);
     expect(answerFrom(entry(3600, { ext_expires_in: '10' }), RECEIVED + 60_000).ext_expires_in).toBe('0');
     expect(answerFrom(entry(3600, { ext_expires_in: 'later' }), RECEIVED + 60_000).ext_expires_in).toBe('later');
+    expect(answerFrom(entry(3600, { ext_expires_in: 'in 7200' }), RECEIVED + 60_000).ext_expires_in).toBe('in 7200');
+    expect(answerFrom(entry(3600, { ext_expires_in: '7200 s' }), RECEIVED + 60_000).ext_expires_in).toBe('7200 s');
   });
 
   it('adds no ext_expires_in where the IdP sent none, and changes nothing else', () => {
@@ -103,5 +105,12 @@ describe('expiresAt and newest', () => {
     expect(newest(undefined, older)).toBe(older);
     expect(newest(older, undefined)).toBe(older);
     expect(newest(undefined, undefined)).toBeUndefined();
+  });
+
+  it('keeps the first of two entries received at the same moment', () => {
+    const kept = entry(3600);
+    const same = entry(3600);
+
+    expect(newest(kept, same)).toBe(kept);
   });
 });

@@ -170,6 +170,33 @@ describe('TOKEN_CACHE=shared: refresh ahead across the fleet', () => {
     expect(fleet.flatMap((member) => member.records).filter((record) => record.cache_refresh === 'ahead')).toHaveLength(1);
   });
 
+  it('asks the table again no sooner than a second after it found another instance refreshing', async () => {
+    // Prepare: two instances with the token in memory, in its refresh window; one refreshes slowly
+    const [refresher, other] = [instance(), instance()];
+    const distinct = body({ client_id: 'fleet-client-refresh-once-a-second' });
+    await refresher.handle(event(distinct));
+    await other.handle(event(distinct));
+    clock.advance(3_215_000);
+    server.answer(after(500, idp));
+    const refreshing = refresher.handle(event(distinct));
+    await sleep(100);
+
+    // Act: the other instance finds the claim, then answers from memory; a second later it asks again
+    await other.handle(event(distinct));
+    await other.handle(event(distinct));
+    clock.advance(1000);
+    await other.handle(event(distinct));
+    await refreshing;
+
+    // Assess
+    expect(other.records.slice(1).map((record) => [record.cache, typeof record.cache_table_latency_ms])).toEqual([
+      ['memory', 'number'],
+      ['memory', 'undefined'],
+      ['memory', 'number'],
+    ]);
+    expect(server.received).toHaveLength(2);
+  });
+
   it('moves every instance to the new token no later than its own copy goes stale', async () => {
     // Prepare: two instances with the token; one refreshes it
     const [refresher, other] = [instance(), instance()];

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AttributeValue, CreateTableCommand, DynamoDBClient, GetItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { createTableInput, TOKEN_CACHE_TABLE } from '../lambda/token-cache-table';
+import { createTableInput, TABLE_SCHEMA } from '../lambda/cache/table-schema';
 import { tokenEvent } from '../test/support/events';
 import { ms, row, runNode, summarize, table } from './report';
 
@@ -234,11 +234,11 @@ async function measureLatency(bundlePath: string, idp: Idp, endpoint: string) {
   // Any item the filler wrote: the bare read fetches a real sealed entry of the same size.
   const bare = tableClient(endpoint);
   const { Items } = await bare.send(new ScanCommand({ TableName: TABLE, Limit: 20 }));
-  const item = Items?.find((candidate) => candidate[TOKEN_CACHE_TABLE.attributes.state] !== undefined);
+  const item = Items?.find((candidate) => candidate[TABLE_SCHEMA.attributes.state] !== undefined);
   if (!item) throw new Error('no sealed item in the table');
   const getItem = new GetItemCommand({
     TableName: TABLE,
-    Key: { [TOKEN_CACHE_TABLE.partitionKey.name]: item[TOKEN_CACHE_TABLE.partitionKey.name] as AttributeValue },
+    Key: { [TABLE_SCHEMA.partitionKey.name]: item[TABLE_SCHEMA.partitionKey.name] as AttributeValue },
     ConsistentRead: true,
   });
   const samples = {

@@ -6,10 +6,10 @@ const ROOT = path.join(__dirname, '..');
 export const LAMBDA_ENTRY = path.join(ROOT, 'lambda', 'handler.ts');
 
 /** Replaces `debug` in the bundle so no environment variable can make simple-oauth2 print a secret. */
-export const SILENT_DEBUG = path.join(ROOT, 'lambda', 'silent-debug.ts');
+export const SILENT_DEBUG = path.join(ROOT, 'lambda', 'bundle', 'silent-debug.ts');
 
 /** Replaces `zlib` in the bundle so Node's zlib loads on first use, not in every cold start. */
-export const DEFERRED_ZLIB = path.join(ROOT, 'lambda', 'deferred-zlib.ts');
+export const DEFERRED_ZLIB = path.join(ROOT, 'lambda', 'bundle', 'deferred-zlib.ts');
 
 /** Syntax level of the bundle: the stack's Lambda runtime (a test holds them together). */
 export const BUNDLE_TARGET = 'node24';

@@ -3,7 +3,7 @@ import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
-import { TOKEN_CACHE_TABLE } from '../lambda/token-cache-table';
+import { TABLE_SCHEMA } from '../lambda/cache/table-schema';
 
 export interface TokenCacheTableProps {
   /**
@@ -16,7 +16,7 @@ export interface TokenCacheTableProps {
 const ATTRIBUTE_TYPES = { S: AttributeType.STRING, N: AttributeType.NUMBER, B: AttributeType.BINARY } as const;
 
 /**
- * The shared token cache's DynamoDB table, from the definition in lambda/token-cache-table.ts (the
+ * The shared token cache's DynamoDB table, from the definition in lambda/cache/table-schema.ts (the
  * one `npm start` creates locally): on-demand, partition key only, DynamoDB's TTL on the expiry
  * attribute, encrypted at rest, destroyed with the stack (it holds only sealed, short-lived copies).
  */
@@ -29,11 +29,11 @@ export class TokenCacheTable extends Construct {
   constructor(scope: Construct, id: string, props: TokenCacheTableProps = {}) {
     super(scope, id);
     this.encryptionKey = props.kmsKeyArn === undefined ? undefined : Key.fromKeyArn(this, 'Key', props.kmsKeyArn);
-    const { name, type } = TOKEN_CACHE_TABLE.partitionKey;
+    const { name, type } = TABLE_SCHEMA.partitionKey;
     this.table = new Table(this, 'Table', {
       partitionKey: { name, type: ATTRIBUTE_TYPES[type] },
       billingMode: BillingMode.PAY_PER_REQUEST,
-      timeToLiveAttribute: TOKEN_CACHE_TABLE.timeToLiveAttribute,
+      timeToLiveAttribute: TABLE_SCHEMA.timeToLiveAttribute,
       encryption: this.encryptionKey ? TableEncryption.CUSTOMER_MANAGED : TableEncryption.DEFAULT,
       encryptionKey: this.encryptionKey,
       removalPolicy: this.removalPolicy,

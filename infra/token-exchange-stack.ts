@@ -18,8 +18,8 @@ import {
   TOKEN_CACHE_MODES,
   type TokenCacheMode,
 } from '../lambda/config';
-import { TOKEN_PATHS } from '../lambda/routes';
-import { parseAllowlist } from '../lambda/token-url-policy';
+import { TOKEN_PATHS } from '../lambda/request/routes';
+import { parseAllowlist } from '../lambda/policy/token-url-policy';
 import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
 import { ALARM_THRESHOLD_DEFAULTS, type AlarmThresholds } from './alarms';
 import { Monitoring, monitoringSettingProblems } from './monitoring';

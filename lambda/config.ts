@@ -1,4 +1,4 @@
-import { type AllowlistEntry, parseAllowlist } from './token-url-policy';
+import { type AllowlistEntry, parseAllowlist } from './policy/token-url-policy';
 
 export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

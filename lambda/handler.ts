@@ -1,15 +1,15 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { noCacheRequested } from './cache/freshness';
+import { noCacheRequested } from './request/cache-control';
 import type { CacheReport } from './cache/report';
 import { createTokenCache } from './cache/token-cache';
 import { type Config, loadConfig } from './config';
 import { ExchangeError } from './errors';
-import { exchangeToken, type IdpToken, type UpstreamReport } from './exchange';
+import { exchangeToken, type IdpToken, type UpstreamReport } from './upstream/exchange';
 import { describeError, type Observability, powertoolsObservability, type RequestRecord } from './observability';
 import { errorResponse, jsonResponse, notFoundResponse, type Response } from './responses';
-import { isTokenRoute } from './routes';
-import { parseTokenRequest } from './token-request';
-import { checkTokenUrl } from './token-url-policy';
+import { isTokenRoute } from './request/routes';
+import { parseTokenRequest } from './request/token-request';
+import { checkTokenUrl } from './policy/token-url-policy';
 
 /**
  * The Lambda handler. Typed as API Gateway calls it, but a direct invoke can pass any JSON value,

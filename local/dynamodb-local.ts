@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
-import { createTableInput } from '../lambda/token-cache-table';
+import { createTableInput } from '../lambda/cache/table-schema';
 
 export interface LocalDynamoDb {
   /** `http://127.0.0.1:PORT`, for AWS_ENDPOINT_URL_DYNAMODB. */

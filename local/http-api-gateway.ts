@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { TokenHandler } from '../lambda/handler';
-import { TOKEN_ROUTE_KEYS } from '../lambda/routes';
+import { TOKEN_ROUTE_KEYS } from '../lambda/request/routes';
 import { toApiGatewayEvent } from './api-gateway-event';
 import { localLambdaContext } from './lambda-context';
 

@@ -1,4 +1,4 @@
-import { TOKEN_PATHS } from '../lambda/routes';
+import { TOKEN_PATHS } from '../lambda/request/routes';
 import type { Idp } from './idp';
 
 /** With TOKEN_CACHE=shared: where the embedded table is, and the second instance that shares it. */

@@ -1,4 +1,4 @@
-import { canonicalAddress, isLoopback, isPublicUnicast } from '../lambda/address-ranges';
+import { canonicalAddress, isLoopback, isPublicUnicast } from '../lambda/policy/address-ranges';
 
 describe('isPublicUnicast', () => {
   it.each([

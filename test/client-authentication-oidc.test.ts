@@ -1,7 +1,7 @@
 import type { JWK } from 'oidc-provider';
-import { JWT_BEARER_ASSERTION_TYPE } from '../lambda/client-assertion';
+import { JWT_BEARER_ASSERTION_TYPE } from '../lambda/request/client-assertion';
 import { loadConfig } from '../lambda/config';
-import { destroyAgents } from '../lambda/guarded-agents';
+import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import { assertionClaims, decodeJws, generateCallerKey, signEs256, verifiesRs256 } from './support/caller-assertions';
 import { bodyOf, recordingObservability, tokenEvent } from './support/events';

@@ -1,4 +1,4 @@
-import { JWT_BEARER_ASSERTION_TYPE } from '../lambda/client-assertion';
+import { JWT_BEARER_ASSERTION_TYPE } from '../lambda/request/client-assertion';
 import { loadConfig } from '../lambda/config';
 import { createHandler } from '../lambda/handler';
 import { assertionClaims, decodeJws, generateCallerKey, signEs256, unsignedShape, verifiesHs256 } from './support/caller-assertions';

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../lambda/config';
-import { destroyAgents } from '../lambda/guarded-agents';
+import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler } from '../lambda/handler';
 import { bodyOf, recordingObservability, tokenEvent } from './support/events';
 import { type ReceivedRequest, type Script, startTokenServer, type TokenServer } from './support/token-server';

@@ -1,6 +1,6 @@
 import createDebug from 'debug';
 import { loadConfig } from '../lambda/config';
-import { destroyAgents } from '../lambda/guarded-agents';
+import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler } from '../lambda/handler';
 import { recordingObservability, tokenEvent } from './support/events';
 import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
@@ -100,7 +100,7 @@ describe('DEBUG, which simple-oauth2 logs its request options through', () => {
 
 describe('silent-debug.ts, which stands in for the debug package in the deployed bundle', () => {
   // Loaded the way the bundle's alias loads it: as `debug` itself.
-  const silentDebug = require('../lambda/silent-debug') as typeof createDebug;
+  const silentDebug = require('../lambda/bundle/silent-debug') as typeof createDebug;
 
   it('hands out loggers that are never enabled, and enabling changes nothing', () => {
     // Act

@@ -1,7 +1,7 @@
 import * as zlib from 'node:zlib';
-import deferredZlib = require('../lambda/deferred-zlib');
+import deferredZlib = require('../lambda/bundle/deferred-zlib');
 
-// lambda/deferred-zlib.ts stands in for `zlib` in the deployed bundle (infra/bundling.ts); that the
+// lambda/bundle/deferred-zlib.ts stands in for `zlib` in the deployed bundle (infra/bundling.ts); that the
 // bundle holds it and leaves node:zlib unloaded is tested in test/infra/lambda-bundle.test.ts.
 describe('deferred-zlib.ts, which stands in for zlib in the deployed bundle', () => {
   it("hands out node:zlib's own functions and constants", () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { loadConfig } from '../lambda/config';
 import { ERROR_STATUS } from '../lambda/errors';
-import { destroyAgents } from '../lambda/guarded-agents';
+import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import { bodyOf, recordingObservability, tokenEvent } from './support/events';
 import { startTokenServer, type TokenServer } from './support/token-server';

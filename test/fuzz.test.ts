@@ -4,10 +4,10 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from '
 import fc from 'fast-check';
 import { loadConfig } from '../lambda/config';
 import { ERROR_STATUS } from '../lambda/errors';
-import { destroyAgents } from '../lambda/guarded-agents';
+import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import type { Observability } from '../lambda/observability';
-import { REQUEST_FIELDS } from '../lambda/token-request';
+import { REQUEST_FIELDS } from '../lambda/request/token-request';
 import { tokenEvent } from './support/events';
 import { atPort, REFUSED, refusedEverywherePayloads } from './support/ssrf-payloads';
 import { DEMO_TOKEN, startTokenServer, type TokenServer } from './support/token-server';
@@ -252,7 +252,7 @@ describe('fuzzing the handler with arbitrary request bodies', () => {
 });
 
 // IANA special-purpose registries (RFC 6890 and successors): everything not globally reachable,
-// plus multicast and the reserved 240/4. Written apart from lambda/address-ranges.ts so the two
+// plus multicast and the reserved 240/4. Written apart from lambda/policy/address-ranges.ts so the two
 // can disagree.
 const NOT_PUBLIC = new net.BlockList();
 for (const [network, prefix] of [

@@ -1,10 +1,10 @@
 import { ClientCredentials } from 'simple-oauth2';
 import { loadConfig } from '../lambda/config';
-import { grantConfig } from '../lambda/exchange';
-import { destroyAgents } from '../lambda/guarded-agents';
+import { grantConfig } from '../lambda/upstream/exchange';
+import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler } from '../lambda/handler';
-import type { TokenRequest } from '../lambda/token-request';
-import { checkTokenUrl, parseAllowlist } from '../lambda/token-url-policy';
+import type { TokenRequest } from '../lambda/request/token-request';
+import { checkTokenUrl, parseAllowlist } from '../lambda/policy/token-url-policy';
 import { recordingObservability, tokenEvent } from './support/events';
 import { type ReceivedRequest, startTokenServer, type TokenServer } from './support/token-server';
 

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TOKEN_PATHS } from '../lambda/routes';
-import { parseTokenRequest } from '../lambda/token-request';
+import { TOKEN_PATHS } from '../lambda/request/routes';
+import { parseTokenRequest } from '../lambda/request/token-request';
 import { type ReceivedHttpRequest, toApiGatewayEvent } from '../local/api-gateway-event';
 
 const REPO_ROOT = join(__dirname, '..');

@@ -1,5 +1,5 @@
 import { loadConfig } from '../lambda/config';
-import { destroyAgents } from '../lambda/guarded-agents';
+import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler } from '../lambda/handler';
 import { describeError, powertoolsObservability } from '../lambda/observability';
 import { localLambdaContext } from '../local/lambda-context';

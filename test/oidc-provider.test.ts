@@ -1,5 +1,5 @@
 import { loadConfig } from '../lambda/config';
-import { destroyAgents } from '../lambda/guarded-agents';
+import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import { bodyOf, formEvent, recordingObservability, tokenEvent } from './support/events';
 import { type IdpEnv, idpEnv } from './support/idp-env';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { JWT_BEARER_ASSERTION_TYPE } from '../lambda/client-assertion';
+import { JWT_BEARER_ASSERTION_TYPE } from '../lambda/request/client-assertion';
 import { loadConfig } from '../lambda/config';
 import {
   ERROR_STATUS,
@@ -12,8 +12,8 @@ import {
 } from '../lambda/errors';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import { errorResponse } from '../lambda/responses';
-import { TOKEN_PATHS } from '../lambda/routes';
-import { MAX_BODY_BYTES, parseTokenRequest } from '../lambda/token-request';
+import { TOKEN_PATHS } from '../lambda/request/routes';
+import { MAX_BODY_BYTES, parseTokenRequest } from '../lambda/request/token-request';
 import { formEvent, recordingObservability, tokenEvent } from './support/events';
 import { type ActualResponse, loadOpenApi, OpenApiValidator, type ResponseObject, structuralProblems } from './support/openapi-validator';
 import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';

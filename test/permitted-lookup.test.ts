@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { request as httpRequest, type RequestOptions } from 'node:http';
-import { AddressNotAllowedError, agentFor, destroyAgents } from '../lambda/guarded-agents';
-import { type AddressPermit, parseAllowlist } from '../lambda/token-url-policy';
+import { AddressNotAllowedError, agentFor, destroyAgents } from '../lambda/upstream/guarded-agents';
+import { type AddressPermit, parseAllowlist } from '../lambda/policy/token-url-policy';
 import { startTokenServer, type TokenServer } from './support/token-server';
 
 // Node hands the agent's lookup one address or a list, depending on whether the connection races

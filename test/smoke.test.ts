@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../lambda/config';
-import { destroyAgents } from '../lambda/guarded-agents';
+import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler } from '../lambda/handler';
 import { createHttpApiGateway } from '../local/http-api-gateway';
 import { recordingObservability } from './support/events';

@@ -5,10 +5,10 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { loadConfig } from '../lambda/config';
-import { AddressNotAllowedError, agentFor, destroyAgents } from '../lambda/guarded-agents';
+import { AddressNotAllowedError, agentFor, destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import type { Observability, RequestRecord } from '../lambda/observability';
-import { type AddressPermit, PUBLIC_ONLY, parseAllowlist } from '../lambda/token-url-policy';
+import { type AddressPermit, PUBLIC_ONLY, parseAllowlist } from '../lambda/policy/token-url-policy';
 import {
   allowlistLookalikePayloads,
   atPort,

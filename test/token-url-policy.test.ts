@@ -1,8 +1,8 @@
 import { loadConfig } from '../lambda/config';
 import { ExchangeError } from '../lambda/errors';
-import { destroyAgents } from '../lambda/guarded-agents';
+import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
-import { type AllowlistEntry, checkTokenUrl, PUBLIC_ONLY, parseAllowlist, type TokenTarget } from '../lambda/token-url-policy';
+import { type AllowlistEntry, checkTokenUrl, PUBLIC_ONLY, parseAllowlist, type TokenTarget } from '../lambda/policy/token-url-policy';
 import { bodyOf, recordingObservability, tokenEvent } from './support/events';
 import { REFUSED, type Refusal } from './support/ssrf-payloads';
 import { DEMO_TOKEN, startTokenServer, type TokenServer } from './support/token-server';

@@ -3,12 +3,12 @@ import type { SealedState } from './item-state';
 import { FAILED, type Read, type TableCalls } from './table-calls';
 
 /** How often a holder renews its claim while its exchange runs. */
-export const LEASE_RENEW_MS = 250;
+const LEASE_RENEW_MS = 250;
 /**
  * How long a claim may go unrenewed before waiters count its holder as gone and one of them takes
  * over: three renewals missed. A holder that died delays its key by this and a read, under a second.
  */
-export const LEASE_SILENCE_MS = 750;
+const LEASE_SILENCE_MS = 750;
 
 /** A random name for the holder of one claim, so waiters can tell the outcome they waited for. */
 export function newHolder(): string {

@@ -1,4 +1,4 @@
-import type { IdpToken } from '../exchange';
+import type { IdpToken } from '../upstream/exchange';
 
 /** A token the cache keeps: the IdP's answer as received, and when it arrived (epoch ms). */
 export interface Entry {

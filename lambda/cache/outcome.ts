@@ -1,5 +1,5 @@
 import { ExchangeError } from '../errors';
-import type { IdpToken } from '../exchange';
+import type { IdpToken } from '../upstream/exchange';
 import type { Entry } from './lifetime';
 import { isRemembered, type Remembered, remember } from './plan';
 

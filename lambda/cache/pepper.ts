@@ -9,7 +9,7 @@ export interface PepperSource {
 }
 
 /** A pepper shorter than this adds too little to a guess: refuse it rather than trust it. */
-export const MIN_PEPPER_CHARACTERS = 32;
+const MIN_PEPPER_CHARACTERS = 32;
 // The load as the function initialises may take longer than a request's call limit (nobody waits on it
 // yet), but not so long that a load that hangs keeps the instance off the table for long.
 const LOAD_LIMIT_MS = 2000;

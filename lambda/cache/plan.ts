@@ -34,7 +34,7 @@ export type Plan =
   | { readonly act: 'exchange'; readonly refresh: boolean };
 
 /** A `no-cache` request takes a token received at most this long before it arrived. */
-export const NO_CACHE_WINDOW_MS = 5000;
+const NO_CACHE_WINDOW_MS = 5000;
 
 const REMEMBERED_MS: Record<Exclude<UpstreamFailureCode, 'upstream_throttled'>, number> = {
   unauthorized: 5000,

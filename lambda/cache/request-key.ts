@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { TokenRequest } from '../token-request';
+import type { TokenRequest } from '../request/token-request';
 
 /** A request authenticated by a client secret: the only kind a cache may answer, share or remember. */
 export type SecretRequest = Extract<TokenRequest, { clientSecret: string }>;

@@ -1,5 +1,5 @@
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { TOKEN_CACHE_TABLE } from '../token-cache-table';
+import { TABLE_SCHEMA } from './table-schema';
 import { type ItemState, openState, sealState } from './item-state';
 import { Claim, LeaseWatch, newHolder } from './lease';
 import { type Entry, keepable, newest, phaseOf } from './lifetime';
@@ -78,7 +78,7 @@ export class SharedTier {
   private warmUp(): void {
     const read = new GetItemCommand({
       TableName: this.settings.tableName,
-      Key: { [TOKEN_CACHE_TABLE.partitionKey.name]: { S: WARM_UP_KEY } },
+      Key: { [TABLE_SCHEMA.partitionKey.name]: { S: WARM_UP_KEY } },
     });
     this.client.send(read, { abortSignal: AbortSignal.timeout(this.settings.callLimitMs * 4) }).catch(() => undefined);
   }

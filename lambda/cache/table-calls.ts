@@ -7,12 +7,12 @@ import {
   PutItemCommand,
   type PutItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
-import { TOKEN_CACHE_TABLE } from '../token-cache-table';
+import { TABLE_SCHEMA } from './table-schema';
 import { remaining } from './outcome';
 import type { CacheReport } from './report';
 import type { SealedState } from './item-state';
 
-const { partitionKey, timeToLiveAttribute, attributes } = TOKEN_CACHE_TABLE;
+const { partitionKey, timeToLiveAttribute, attributes } = TABLE_SCHEMA;
 
 /** An item's attributes of the expected types; anything else is as good as absent. */
 export interface StoredItem {

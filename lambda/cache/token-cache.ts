@@ -1,7 +1,7 @@
 import type { TokenCacheSetting } from '../config';
 import { ExchangeError, upstreamFailure } from '../errors';
-import type { IdpToken } from '../exchange';
-import type { TokenRequest } from '../token-request';
+import type { IdpToken } from '../upstream/exchange';
+import type { TokenRequest } from '../request/token-request';
 import { answerFrom, type Entry } from './lifetime';
 import { MemoryTier, type Slot } from './memory-tier';
 import { type Exchange, exchangeOutcome, type Outcome, remaining } from './outcome';

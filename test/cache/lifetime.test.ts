@@ -1,4 +1,4 @@
-import type { IdpToken } from '../../lambda/exchange';
+import type { IdpToken } from '../../lambda/upstream/exchange';
 import { answerFrom, expiresAt, keepable, newest, phaseOf } from '../../lambda/cache/lifetime';
 
 const RECEIVED = 1_800_000_000_000;

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TokenCache } from '../../lambda/cache/token-cache';
 import { loadConfig } from '../../lambda/config';
-import { destroyAgents } from '../../lambda/guarded-agents';
+import { destroyAgents } from '../../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../../lambda/handler';
 import type { RequestRecord } from '../../lambda/observability';
 import { bodyOf, recordingObservability, tokenEvent } from '../support/events';

@@ -280,23 +280,23 @@ describe('TOKEN_CACHE=shared when a holder stops', () => {
     await holder.kill();
     const killedAt = performance.now();
     const answers = await Promise.all(waiting);
-    const sinceKill = performance.now() - killedAt;
     await holding;
 
-    // Assess
+    // Assess: one waiter took over (its IdP request) within a second of the kill, with a little
+    // room for timers on a loaded machine; the others shared its exchange
     expect(answers.map((answer) => answer.statusCode)).toEqual([200, 200, 200]);
     expect(new Set(answers.map((answer) => bodyOf(answer).access_token)).size).toBe(1);
-    expect(sinceKill).toBeLessThan(1200);
     expect(server.received).toHaveLength(2);
+    expect((server.received[1]?.at as number) - killedAt).toBeLessThan(1200);
   });
 
   it("waits for a live holder until its exchange ends, not a call limit sooner, and shares the IdP's timeout", async () => {
-    // Prepare: an IdP slower than the 1.5 s deadline
+    // Prepare: an IdP slower than the 3 s deadline
     server.answer(after(5000, issuingIdp({ secret: () => SECRET })));
     const requestBody = body('faults-client-holder-too-slow');
-    const holding = instance({ UPSTREAM_TIMEOUT_MS: '1500' }).handle(tokenEvent(requestBody));
+    const holding = instance().handle(tokenEvent(requestBody));
     await until(async () => server.received.length === 1);
-    const waiter = instance({ UPSTREAM_TIMEOUT_MS: '1500' });
+    const waiter = instance();
 
     // Act
     const started = performance.now();
@@ -306,13 +306,13 @@ describe('TOKEN_CACHE=shared when a holder stops', () => {
     // Assess
     expect([answer.statusCode, bodyOf(answer).code, (await holding).statusCode]).toEqual([504, 'upstream_timeout', 504]);
     expect(server.received).toHaveLength(1);
-    // Until the holder's own deadline passed, about 1.5 s after it started, and not past its own.
-    expect(waited).toBeGreaterThan(1300);
-    expect(waited).toBeLessThan(1600);
+    // Until the holder's own deadline passed, about 3 s after it started, and not past its own.
+    expect(waited).toBeGreaterThan(2700);
+    expect(waited).toBeLessThan(3200);
     // Reads 20 to 100 ms apart: a busy loop would make hundreds.
     const reads = callsFor(requestBody).filter((call) => call.operation === 'GetItem');
-    expect(reads.length).toBeGreaterThanOrEqual(8);
-    expect(reads.length).toBeLessThanOrEqual(60);
+    expect(reads.length).toBeGreaterThanOrEqual(20);
+    expect(reads.length).toBeLessThanOrEqual(120);
   });
 
   it('asks the IdP once per key in the burst after one that timed out', async () => {
@@ -327,8 +327,10 @@ describe('TOKEN_CACHE=shared when a holder stops', () => {
     server.received.length = 0;
     server.answer(after(100, issuingIdp({ secret: () => SECRET })));
 
-    // Act: the next burst, on 4 instances
+    // Act: the next burst, on 4 warm instances (each has answered a request of its own)
     const fleet = Array.from({ length: 4 }, () => instance());
+    for (const [index, member] of fleet.entries()) await member.handle(tokenEvent(body(`faults-client-warm-${index}`)));
+    server.received.length = 0;
     const answers = await Promise.all(fleet.flatMap((member) => keys.map((key) => member.handle(tokenEvent(key)))));
 
     // Assess

@@ -366,9 +366,9 @@ describe('TOKEN_CACHE=shared under a burst', () => {
   });
 
   it('answers every request of a burst whose token comes just inside the deadline', async () => {
-    // Prepare: a 3 s deadline and an IdP that takes 2.7 s; a direct call would have had its token
+    // Prepare: a 3 s deadline and an IdP that takes 2.5 s; a direct call would have had its token
     const fleet = await warmFleet(4, { UPSTREAM_TIMEOUT_MS: '3000' });
-    server.answer(after(2700, idp));
+    server.answer(after(2500, idp));
     const burst = body({ client_id: 'fleet-client-just-in-time' });
 
     // Act

@@ -103,21 +103,21 @@ describe('the function bundle NodejsFunction builds', () => {
     ]);
   });
 
-  it('holds lambda/silent-debug.ts in place of the debug package', () => {
+  it('holds lambda/bundle/silent-debug.ts in place of the debug package', () => {
     const sources = sourcesOf(readAsset('index.js.map'));
 
     expect(sources.filter((source) => /(^|\/)node_modules\/debug\//.test(source))).toEqual([]);
-    expect(sources).toContainEqual(expect.stringMatching(/(^|\/)lambda\/silent-debug\.ts$/));
+    expect(sources).toContainEqual(expect.stringMatching(/(^|\/)lambda\/bundle\/silent-debug\.ts$/));
   });
 
-  it('holds lambda/deferred-zlib.ts in place of zlib, so loading it leaves node:zlib unloaded', async () => {
+  it('holds lambda/bundle/deferred-zlib.ts in place of zlib, so loading it leaves node:zlib unloaded', async () => {
     const bundle = path.join(assetDir, 'index.js');
     const driver = `require('node:https'); const before = process.moduleLoadList.length;
       require(${JSON.stringify(bundle)}); process.stdout.write(JSON.stringify(process.moduleLoadList.slice(before)));`;
     const { stdout } = await run(process.execPath, ['-e', driver], { env: { PATH: process.env.PATH }, timeout: 20_000 });
     const loaded = JSON.parse(stdout) as string[];
 
-    expect(sourcesOf(readAsset('index.js.map'))).toContainEqual(expect.stringMatching(/(^|\/)lambda\/deferred-zlib\.ts$/));
+    expect(sourcesOf(readAsset('index.js.map'))).toContainEqual(expect.stringMatching(/(^|\/)lambda\/bundle\/deferred-zlib\.ts$/));
     // The control: the bundle's other built-ins show up in the list.
     expect(loaded).toContain('NativeModule http');
     expect(loaded.filter((name) => /\bzlib\b/.test(name))).toEqual([]);

@@ -3,7 +3,7 @@ import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import type { TokenExchangeStack, TokenExchangeStackProps } from '../../infra/token-exchange-stack';
-import { createTableInput } from '../../lambda/token-cache-table';
+import { createTableInput } from '../../lambda/cache/table-schema';
 import { newApp, synthesize } from './stack-fixture';
 import { TokenExchangeStack as Stack } from '../../infra/token-exchange-stack';
 

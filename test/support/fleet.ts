@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type * as Config from '../../lambda/config';
-import type * as GuardedAgents from '../../lambda/guarded-agents';
+import type * as GuardedAgents from '../../lambda/upstream/guarded-agents';
 import type * as Handler from '../../lambda/handler';
 import type { TokenHandler } from '../../lambda/handler';
 import type { RequestRecord } from '../../lambda/observability';
@@ -48,7 +48,7 @@ export function freshInstance(env: Record<string, string> = {}, clock: () => num
   jest.isolateModules(() => {
     const { createHandler } = require('../../lambda/handler') as typeof Handler;
     const { loadConfig } = require('../../lambda/config') as typeof Config;
-    const { destroyAgents } = require('../../lambda/guarded-agents') as typeof GuardedAgents;
+    const { destroyAgents } = require('../../lambda/upstream/guarded-agents') as typeof GuardedAgents;
     const observability = recordingObservability();
     instance = {
       handle: createHandler(loadConfig({ ...process.env, ...env }), observability, clock),

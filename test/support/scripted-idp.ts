@@ -1,5 +1,5 @@
 import { loadConfig } from '../../lambda/config';
-import { destroyAgents } from '../../lambda/guarded-agents';
+import { destroyAgents } from '../../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../../lambda/handler';
 import { recordingObservability } from './events';
 import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './token-server';

@@ -3,7 +3,7 @@ import { type AttributeValue, DynamoDBClient, PutItemCommand, ScanCommand } from
 import { sealState, type ItemState } from '../../lambda/cache/item-state';
 import { requestText, holdKey, type SecretRequest } from '../../lambda/cache/request-key';
 import { holdItemKeys, type ItemKeys, requestItemKeys } from '../../lambda/cache/sealed-item';
-import { parseTokenRequest } from '../../lambda/token-request';
+import { parseTokenRequest } from '../../lambda/request/token-request';
 import { localAwsEnvironment, type LocalDynamoDb, startLocalDynamoDb } from '../../local/dynamodb-local';
 import { type LocalSecretsManager, startLocalSecretsManager } from '../../local/secrets-manager-local';
 import { tokenEvent } from './events';

@@ -10,6 +10,8 @@ export interface ReceivedRequest {
   method: string;
   /** Which TCP connection (1-based, in order of arrival; over HTTPS, of completed handshake) carried the request. */
   connection: number;
+  /** When its body had arrived (`performance.now()`). */
+  at: number;
   /** Path and query exactly as sent. */
   url: string;
   headers: IncomingMessage['headers'];
@@ -68,6 +70,7 @@ export async function startTokenServer(
     const request: ReceivedRequest = {
       method: req.method ?? '',
       connection: connectionIds.get(req.socket) ?? 0,
+      at: performance.now(),
       url: req.url ?? '',
       headers: req.headers,
       body,

@@ -133,7 +133,7 @@ export interface NetworkJail {
   release(): void;
 }
 
-// Independent of lambda/address-ranges.ts on purpose: the jail must hold even if that is wrong.
+// Independent of lambda/policy/address-ranges.ts on purpose: the jail must hold even if that is wrong.
 const LOOPBACK = new net.BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');

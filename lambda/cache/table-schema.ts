@@ -5,7 +5,7 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
  * creates it in its embedded DynamoDB-compatible server from this, and the function reads and
  * writes these attributes.
  */
-export const TOKEN_CACHE_TABLE = {
+export const TABLE_SCHEMA = {
   /** The partition key, the only key: an item key derived from the request or the hold (lambda/cache/sealed-item.ts). */
   partitionKey: { name: 'pk', type: 'S' },
   /** DynamoDB's TTL attribute: epoch seconds after which the item may be deleted (lazily: readers check times themselves). */
@@ -20,7 +20,7 @@ export const TOKEN_CACHE_TABLE = {
 
 /** The CreateTable request for a DynamoDB-compatible server: on-demand, partition key only. */
 export function createTableInput(tableName: string): CreateTableCommandInput {
-  const { name, type } = TOKEN_CACHE_TABLE.partitionKey;
+  const { name, type } = TABLE_SCHEMA.partitionKey;
   return {
     TableName: tableName,
     BillingMode: 'PAY_PER_REQUEST',

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { canonicalAddress, isLoopback, isPublicUnicast } from './address-ranges';
-import { ADDRESS_NOT_ALLOWED_DESCRIPTION, invalidRequest, tokenUrlNotAllowed } from './errors';
+import { ADDRESS_NOT_ALLOWED_DESCRIPTION, invalidRequest, tokenUrlNotAllowed } from '../errors';
 
 /**
  * Which addresses a connection for one token URL may reach. The policy decides it from the URL and

@@ -3,11 +3,11 @@ import './simple-oauth2-debug';
 import type { AccessToken, Token } from 'simple-oauth2';
 import { Client } from 'simple-oauth2/lib/client';
 import ClientCredentialsGrantType from 'simple-oauth2/lib/client-credentials-grant-type';
-import { JWT_BEARER_ASSERTION_TYPE, signClientSecretJwt } from './client-assertion';
-import { causeChain, type ExchangeError, upstreamFailure } from './errors';
+import { JWT_BEARER_ASSERTION_TYPE, signClientSecretJwt } from '../request/client-assertion';
+import { causeChain, type ExchangeError, upstreamFailure } from '../errors';
 import { AddressNotAllowedError, agentFor } from './guarded-agents';
-import type { TokenRequest } from './token-request';
-import type { TokenTarget } from './token-url-policy';
+import type { TokenRequest } from '../request/token-request';
+import type { TokenTarget } from '../policy/token-url-policy';
 
 /** The IdP's token answer exactly as it was parsed: a JSON object with a string `access_token`. */
 export type IdpToken = Record<string, unknown> & { access_token: string };

@@ -4,10 +4,10 @@ import { createHmac, randomUUID } from 'node:crypto';
 export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
 /** Largest caller-signed assertion accepted; a JWT with a certificate chain in its header fits. */
-export const MAX_CLIENT_ASSERTION_CHARS = 8 * 1024;
+const MAX_CLIENT_ASSERTION_CHARS = 8 * 1024;
 
 /** Lifetime of the assertions the service signs: RFC 7523 3 wants it short, the issue at most 60 s. */
-export const CLIENT_ASSERTION_LIFETIME_S = 60;
+const CLIENT_ASSERTION_LIFETIME_S = 60;
 
 const HS256_HEADER = base64url({ alg: 'HS256', typ: 'JWT' });
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;

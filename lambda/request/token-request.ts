@@ -1,6 +1,6 @@
 import { clientAssertionProblem, JWT_BEARER_ASSERTION_TYPE } from './client-assertion';
-import { ExchangeError, invalidRequest } from './errors';
-import { isRecord } from './routes';
+import { ExchangeError, invalidRequest } from '../errors';
+import { isRecord } from '../type-guards';
 
 export type AuthMethod = 'client_secret_basic' | 'client_secret_post' | 'client_secret_jwt' | 'private_key_jwt';
 

@@ -1,3 +1,5 @@
+import { isRecord } from '../type-guards';
+
 /** Both paths are the same operation (the contract's Routes). */
 export const TOKEN_PATHS = ['/v1/oauth/token', '/oauth/token'] as const;
 export const TOKEN_ROUTE_KEYS: readonly string[] = TOKEN_PATHS.map((path) => `POST ${path}`);
@@ -16,11 +18,6 @@ export function isTokenRoute(event: unknown): boolean {
   if (!isRecord(http) || http.method !== 'POST') return false;
   const stage = (context as Record<string, unknown>).stage;
   return [http.path, event.rawPath].some((path) => isTokenPath(path) || isTokenPath(withoutStage(path, stage)));
-}
-
-/** An object whose properties can be read (an array or null cannot be an event part). */
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function isTokenPath(path: unknown): boolean {

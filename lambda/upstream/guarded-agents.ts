@@ -3,7 +3,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { AddressPermit } from './token-url-policy';
+import type { AddressPermit } from '../policy/token-url-policy';
 
 /** A connection was refused because an address its host resolved or connected to is not permitted. */
 export class AddressNotAllowedError extends Error {

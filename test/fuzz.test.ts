@@ -24,7 +24,7 @@ const SECRET = `fuzz-secret-${randomBytes(16).toString('hex')}`;
 const CONTRACT_FIELDS = REQUEST_FIELDS;
 // Each only fits some authentication methods, so a body holds each of these one time in five and
 // the others five times in six: otherwise nearly every body would be a 400 and no other answer seen.
-const OCCASIONAL_FIELDS: readonly string[] = ['client_assertion', 'client_assertion_type', 'resource', 'basic_credentials_encoding'];
+const OCCASIONAL_FIELDS: readonly string[] = ['issuer', 'client_assertion', 'client_assertion_type', 'resource', 'basic_credentials_encoding'];
 const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf'] as const;
 const STATUS_BY_CODE: Record<string, number> = ERROR_STATUS;
 
@@ -96,6 +96,8 @@ function fieldValue(field: (typeof CONTRACT_FIELDS)[number], tokenUrl: string): 
       fc.webUrl({ validSchemes: ['http', 'https'] }),
       fc.string(),
     ),
+    // Never this server's origin: an issuer it could answer for is the discovery tests' business.
+    issuer: fc.oneof(fc.constantFrom('https://login.example.com/', 'http://169.254.169.254/'), fc.webUrl(), fc.string()),
     grant_type: fc.oneof(fc.constantFrom('client_credentials', 'urn:ietf:params:oauth:grant-type:jwt-bearer'), fc.string()),
     scope: fc.oneof(fc.constantFrom('read', 'read write'), fc.string(), fc.array(fc.string(), { maxLength: 4 })),
     audience: fc.oneof(fc.constant('https://api.example.com'), fc.string()),

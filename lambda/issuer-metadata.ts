@@ -18,7 +18,6 @@ export type MetadataFailure =
   | 'unreachable'
   | 'timeout'
   | 'address_not_allowed'
-  | 'redirect'
   | 'http_error'
   | 'too_large'
   | 'not_json'
@@ -162,8 +161,8 @@ export class IssuerMetadata {
       progress.status = answer.status;
       if (!isAbsent(answer.status)) break;
     }
-    const { status, body } = answer as Answer;
-    if (status >= 300 && status < 400) fail('redirect');
+    // Any status but a 2xx (a redirect too: none is followed) leaves no body; the log has the status.
+    const { body } = answer as Answer;
     if (body === undefined) return fail('http_error');
     let metadata: unknown;
     try {
@@ -243,8 +242,9 @@ function getDocument(url: URL, permit: AddressPermit, deadline: number): Promise
     request.on('error', reject);
     request.on('response', (response: IncomingMessage) => {
       const status = response.statusCode as number;
-      // The status decides; the body is not worth reading. Destroying costs a pooled socket, once per issuer at most.
-      if (status < 200 || status >= 300) {
+      // Node hands no 1xx to 'response'. Past a 2xx the status decides and the body is not worth
+      // reading; destroying it costs a pooled socket, once per issuer at most.
+      if (status >= 300) {
         resolve({ status });
         response.destroy();
         return;

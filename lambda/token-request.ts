@@ -298,7 +298,7 @@ function readClientAuthentication(fields: Fields): ClientAuthentication {
 function readSecretAwaitingMethod(fields: Fields): SecretAwaitingMethod {
   const encoding = readBasicCredentialsEncoding(fields);
   const clientSecret = readClientSecret(fields);
-  return { authMethod: 'from_metadata', clientSecret, ...(encoding === undefined ? {} : { basicCredentialsEncoding: encoding }) };
+  return { authMethod: 'from_metadata', clientSecret, basicCredentialsEncoding: encoding };
 }
 
 /**

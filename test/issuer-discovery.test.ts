@@ -104,27 +104,31 @@ describe('finding the token endpoint from the issuer', () => {
   });
 
   it.each([
-    ['a 429', json(429, { error: 'slow_down' }, { 'retry-after': '1' })],
-    ['a 500', json(500, { error: 'server_error' })],
-    ['a 503', json(503, { error: 'unavailable' })],
-    ['a 301 to the other form', json(301, {}, { location: '/.well-known/oauth-authorization-server/realms/payments' })],
-    ['a 302 to a metadata address', json(302, {}, { location: 'http://169.254.169.254/latest/meta-data/' })],
-    ['a 307 carrying a valid document', 'valid-document-307' as const],
-  ])('answers 502 after %s from the first form, without trying the second or following anything', async (_case, answer) => {
-    // Prepare: the second form would answer, were it asked.
-    const paths = wellKnownPaths(ISSUER_PATH);
-    const document = metadataDocument(issuer(), tokenUrl());
-    const first = answer === 'valid-document-307' ? json(307, document, { location: '/elsewhere' }) : answer;
-    idp.server.answer(issuerScript({ [paths.oidc]: first, [paths.oauth]: json(200, document) }));
+    ['a 429', 429, { 'retry-after': '1' }],
+    ['a 500', 500, {}],
+    ['a 503', 503, {}],
+    ['a 300', 300, {}],
+    ['a 301 to the other form', 301, { location: '/.well-known/oauth-authorization-server/realms/payments' }],
+    ['a 302 to a metadata address', 302, { location: 'http://169.254.169.254/latest/meta-data/' }],
+    ['a 307 to another path', 307, { location: '/elsewhere' }],
+  ])(
+    'answers 502 after %s from the first form, even one carrying a valid document, and asks nothing more',
+    async (_case, status, headers) => {
+      // Prepare: the second form would answer, were it asked.
+      const paths = wellKnownPaths(ISSUER_PATH);
+      const document = metadataDocument(issuer(), tokenUrl());
+      idp.server.answer(issuerScript({ [paths.oidc]: json(status, document, headers), [paths.oauth]: json(200, document) }));
 
-    // Act
-    const result = await idp.handle(tokenEvent(request()));
+      // Act
+      const result = await idp.handle(tokenEvent(request()));
 
-    // Assess
-    expect(result.statusCode).toBe(502);
-    expect(bodyOf(result)).toStrictEqual(UPSTREAM_ERROR);
-    expect(requestLines(idp.server.received)).toEqual([`GET ${paths.oidc}`]);
-  });
+      // Assess
+      expect(result.statusCode).toBe(502);
+      expect(bodyOf(result)).toStrictEqual(UPSTREAM_ERROR);
+      expect(requestLines(idp.server.received)).toEqual([`GET ${paths.oidc}`]);
+      expect(idp.observed.records[0]).toMatchObject({ metadata_status: status, metadata_error: 'http_error' });
+    },
+  );
 
   it('answers 502 when neither form is there, after asking each once', async () => {
     // Prepare

@@ -233,6 +233,198 @@ describe('a request that joins a fetch under way', () => {
   });
 });
 
+describe('each metadata request, and what it leaves behind', () => {
+  /** The script, with the time the server's side of each connection it answered closed. */
+  function closeTimes(script: Script): { script: Script; closedAt: number[] } {
+    const closedAt: number[] = [];
+    return {
+      closedAt,
+      script: (request, response) => {
+        response.socket?.once('close', () => closedAt.push(performance.now()));
+        return script(request, response);
+      },
+    };
+  }
+
+  beforeEach(() => destroyAgents());
+
+  it('reports the time it waited for the network, to a tenth of a millisecond', async () => {
+    // Prepare
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin));
+    const document = metadataDocument(issuerAt('/timed'), `${issuerAt('/timed')}/token`);
+    server.answer(issuerScript({ [wellKnownPaths('/timed').oidc]: after(100, json(200, document)) }));
+    const report: MetadataReport = {};
+
+    // Act
+    const started = performance.now();
+    await outcome(metadata, '/timed', soon(), report);
+    const elapsed = performance.now() - started;
+
+    // Assess
+    expect(report.latencyMs).toBeGreaterThanOrEqual(99);
+    expect(report.latencyMs).toBeLessThanOrEqual(elapsed + 0.05);
+    expect(Number.isInteger(Math.round((report.latencyMs ?? 0) * 10))).toBe(true);
+    expect((report.latencyMs ?? 0) * 10).toBeCloseTo(Math.round((report.latencyMs ?? 0) * 10), 6);
+  });
+
+  it('hangs up at once on an answer that is not a 2xx, rather than reading its body', async () => {
+    // Prepare: a 404 that would go on sending for a long time.
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin));
+    const paths = wellKnownPaths('/gone');
+    const slowNotFound = closeTimes((_request, response) => {
+      response.writeHead(404, { 'content-type': 'text/html' });
+      response.write('<html>');
+    });
+    server.answer(
+      issuerScript({
+        [paths.oidc]: slowNotFound.script,
+        [paths.oauth]: json(200, metadataDocument(issuerAt('/gone'), `${issuerAt('/gone')}/token`)),
+      }),
+    );
+
+    // Act
+    const started = performance.now();
+    const result = await outcome(metadata, '/gone', soon(5000));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    // Assess: the second form answered, and the first connection was closed long before the deadline.
+    expect(result).toBe(`${issuerAt('/gone')}/token`);
+    expect(slowNotFound.closedAt).toHaveLength(1);
+    expect((slowNotFound.closedAt[0] ?? Infinity) - started).toBeLessThan(1000);
+  });
+
+  it('hangs up at once on a document declared too large, before its body', async () => {
+    // Prepare
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin));
+    const declaredTooLarge = closeTimes((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': String(10 * 1024 * 1024) });
+      response.write('{"issuer":');
+    });
+    server.answer(issuerScript({ [wellKnownPaths('/big').oidc]: declaredTooLarge.script }));
+    const report: MetadataReport = {};
+
+    // Act
+    const started = performance.now();
+    await outcome(metadata, '/big', soon(5000), report);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    // Assess
+    expect(report.failure).toBe('too_large');
+    expect((declaredTooLarge.closedAt[0] ?? Infinity) - started).toBeLessThan(1000);
+  });
+
+  it('gives up a document that never ends at the deadline, and closes its connection then', async () => {
+    // Prepare: the headers and a first part come at once, the rest never.
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin));
+    const stalled = closeTimes((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('{"issuer":');
+    });
+    server.answer(issuerScript({ [wellKnownPaths('/stalled').oidc]: stalled.script }));
+    const report: MetadataReport = {};
+
+    // Act
+    const started = performance.now();
+    const result = await outcome(metadata, '/stalled', started + 400, report);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    // Assess
+    expect(result).toEqual({ status: 504, description: 'The identity provider did not answer in time' });
+    expect(report.failure).toBe('timeout');
+    expect((stalled.closedAt[0] ?? Infinity) - started).toBeGreaterThanOrEqual(399);
+    expect((stalled.closedAt[0] ?? Infinity) - started).toBeLessThan(800);
+  });
+
+  it('answers 502 at once for a document cut short, without waiting for the deadline', async () => {
+    // Prepare: a declared length, half the body, then the connection drops.
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin));
+    server.answer(
+      issuerScript({
+        [wellKnownPaths('/cut').oidc]: (_request, response) => {
+          response.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+          response.write('{"issuer":"');
+          setTimeout(() => response.socket?.destroy(), 20);
+        },
+      }),
+    );
+    const report: MetadataReport = {};
+
+    // Act
+    const started = performance.now();
+    const result = await outcome(metadata, '/cut', soon(5000), report);
+
+    // Assess
+    expect(result).toEqual({ status: 502, description: 'The identity provider could not be reached or gave an unusable answer' });
+    expect(report.failure).toBe('unreachable');
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+
+  it('answers 504 for an issuer that cannot be reached once the deadline has passed', async () => {
+    // Prepare: nothing listens any more, and the deadline is already behind.
+    const closed = await startTokenServer();
+    const deadOrigin = closed.origin;
+    await closed.close();
+    const metadata = new IssuerMetadata(parseAllowlist(deadOrigin));
+    const issuer = `${deadOrigin}/x`;
+    const report: MetadataReport = {};
+
+    // Act
+    let status: number | undefined;
+    try {
+      await metadata.tokenEndpoint(issuer, checkTokenUrl(issuer, parseAllowlist(deadOrigin), 'issuer'), performance.now() - 1, report);
+    } catch (error) {
+      status = (error as ExchangeError).statusCode;
+    }
+
+    // Assess
+    expect(status).toBe(504);
+    expect(report.failure).toBe('timeout');
+  });
+
+  it('calls any failure a timeout once the deadline has passed, even one that comes before its timer', async () => {
+    // Prepare: the guard's refusal comes on the next tick, before any timer can run.
+    const metadata = new IssuerMetadata([]);
+    const issuer = issuerAt('/late');
+    const refusing: TokenTarget = { url: new URL(issuer), permit: { key: 'refuse-all', allows: () => false } };
+    const report: MetadataReport = {};
+
+    // Act
+    let status: number | undefined;
+    try {
+      await metadata.tokenEndpoint(issuer, refusing, performance.now() - 1, report);
+    } catch (error) {
+      status = (error as ExchangeError).statusCode;
+    }
+
+    // Assess
+    expect(status).toBe(504);
+    expect(report.failure).toBe('timeout');
+  });
+
+  it('leaves no timer behind once the metadata has come', async () => {
+    // Prepare: a kept-alive connection first, so only the metadata request's own timers come and go.
+    const document = (path: string) => json(200, metadataDocument(issuerAt(path), `${issuerAt(path)}/token`));
+    server.answer(
+      issuerScript({ [wellKnownPaths('/warm').oidc]: document('/warm'), [wellKnownPaths('/timers').oidc]: document('/timers') }),
+    );
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin));
+    await outcome(metadata, '/warm');
+    const timeouts = async (): Promise<number> => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    };
+    const before = await timeouts();
+
+    // Act: a deadline a minute away, which an armed timer would wait for.
+    await outcome(metadata, '/timers', soon(60_000));
+
+    // Assess: the server re-arms its keep-alive timer once the answer is sent, so give it a moment.
+    let after = await timeouts();
+    for (let tries = 0; after > before && tries < 25; tries++) after = await timeouts();
+    expect(after).toBeLessThanOrEqual(before);
+  });
+});
+
 describe('where the policy refuses what a request by issuer reaches', () => {
   let trap: TrapListeners;
   let jail: NetworkJail;

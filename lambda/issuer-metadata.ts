@@ -201,8 +201,7 @@ export function metadataUrls(issuer: URL): [URL, URL] {
 
 /** RFC 8414 2: the first secret method `token_endpoint_auth_methods_supported` names, or `client_secret_basic`. */
 function methodFromList(methods: unknown): SecretMethod {
-  const listed = Array.isArray(methods) ? methods : [];
-  return SECRET_METHODS.find((method) => listed.includes(method)) ?? 'client_secret_basic';
+  return SECRET_METHODS.find((method) => Array.isArray(methods) && methods.includes(method)) ?? 'client_secret_basic';
 }
 
 /** A 4xx other than 429: this document is not there, and the other form may be. */
@@ -227,8 +226,8 @@ function getDocument(url: URL, permit: AddressPermit, deadline: number): Promise
   return new Promise((resolve, reject) => {
     // node:https's request is this one with an https default agent; the agent given here is the
     // guarded one for the URL's protocol, and it decides whether the connection is TLS.
+    // A GET: node:http's default method.
     const request = sendRequest(url, {
-      method: 'GET',
       agent: agentFor(url.protocol, permit),
       headers: { accept: 'application/json', 'user-agent': USER_AGENT },
     });

@@ -57,7 +57,9 @@ describe('finding the token endpoint from the issuer', () => {
     expect(bodyOf(result)).toEqual(DEMO_TOKEN);
     expect(requestLines(idp.server.received)).toEqual([`GET ${ISSUER_PATH}/.well-known/openid-configuration`, `POST ${TOKEN_PATH}`]);
     const [metadataRequest, tokenRequest] = idp.server.received;
+    expect(metadataRequest?.method).toBe('GET');
     expect(metadataRequest?.headers.accept).toBe('application/json');
+    expect(metadataRequest?.headers['user-agent']).toBe('token-exchange-service');
     expect(metadataRequest?.headers.authorization).toBeUndefined();
     expect(metadataRequest?.body).toBe('');
     expect(Object.fromEntries(tokenRequest?.form ?? [])).toEqual({ grant_type: 'client_credentials', scope: 'read' });
@@ -214,12 +216,16 @@ describe('metadata that is not usable: 502, and no token request', () => {
     expect(idp.observed.records[0]).toMatchObject({ metadata_error: 'too_large' });
   });
 
-  it('reads a document of exactly the size limit', async () => {
+  it.each([
+    ['declared by its content-length', true],
+    ['sent in chunks without a length', false],
+  ])('reads a document of exactly the size limit, %s', async (_case, declared) => {
     // Prepare
     const document = JSON.stringify(metadataDocument(issuer(), tokenUrl(), { padding: '' }));
     const padded = document.replace('"padding":""', `"padding":"${'x'.repeat(MAX_METADATA_BYTES - document.length)}"`);
     expect(Buffer.byteLength(padded)).toBe(MAX_METADATA_BYTES);
-    idp.server.answer(issuerScript({ [wellKnownPaths(ISSUER_PATH).oidc]: json(200, padded) }));
+    const headers: Record<string, string> = declared ? { 'content-length': String(MAX_METADATA_BYTES) } : {};
+    idp.server.answer(issuerScript({ [wellKnownPaths(ISSUER_PATH).oidc]: json(200, padded, headers) }));
 
     // Act
     const result = await idp.handle(tokenEvent(request()));
@@ -599,7 +605,7 @@ describe('metadata kept per instance', () => {
 describe('the deadline of a request by issuer', () => {
   const TIMEOUT_MS = 600;
   // A loaded machine runs timers late, never early.
-  const LATE_MS = 500;
+  const LATE_MS = 800;
 
   async function timed(handle: TokenHandler, body: Record<string, unknown>): Promise<{ status?: number; elapsed: number; body: unknown }> {
     const started = performance.now();

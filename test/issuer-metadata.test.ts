@@ -1,3 +1,4 @@
+import { createHook } from 'node:async_hooks';
 import { ExchangeError } from '../lambda/errors';
 import { destroyAgents } from '../lambda/guarded-agents';
 import { DEFAULT_KEEPING, IssuerMetadata, type MetadataReport, metadataUrls } from '../lambda/issuer-metadata';
@@ -171,13 +172,13 @@ describe('a request that joins a fetch under way', () => {
     // Prepare
     const metadata = new IssuerMetadata(parseAllowlist(server.origin));
     const document = metadataDocument(issuerAt('/slow'), `${issuerAt('/slow')}/token`);
-    server.answer(issuerScript({ [wellKnownPaths('/slow').oidc]: after(600, json(200, document)) }));
+    server.answer(issuerScript({ [wellKnownPaths('/slow').oidc]: after(1500, json(200, document)) }));
     const starterReport: MetadataReport = {};
     const joinerReport: MetadataReport = {};
 
     // Act
     const started = performance.now();
-    const starter = outcome(metadata, '/slow', soon(3000), starterReport);
+    const starter = outcome(metadata, '/slow', soon(6000), starterReport);
     const joiner = await outcome(metadata, '/slow', soon(200), joinerReport);
     const joinerElapsed = performance.now() - started;
     const starterResult = await starter;
@@ -185,7 +186,8 @@ describe('a request that joins a fetch under way', () => {
     // Assess
     expect(joiner).toEqual({ status: 504, description: 'The identity provider did not answer in time' });
     expect(joinerElapsed).toBeGreaterThanOrEqual(199);
-    expect(joinerElapsed).toBeLessThan(500);
+    // Well before the fetch's answer at 1.5 s.
+    expect(joinerElapsed).toBeLessThan(1200);
     expect(joinerReport).toMatchObject({ failure: 'timeout', latencyMs: expect.any(Number) });
     expect(starterResult).toBe(`${issuerAt('/slow')}/token`);
     expect(starterReport).toMatchObject({ status: 200 });
@@ -284,13 +286,13 @@ describe('each metadata request, and what it leaves behind', () => {
 
     // Act
     const started = performance.now();
-    const result = await outcome(metadata, '/gone', soon(5000));
+    const result = await outcome(metadata, '/gone', soon(10_000));
     await new Promise((resolve) => setTimeout(resolve, 100));
 
     // Assess: the second form answered, and the first connection was closed long before the deadline.
     expect(result).toBe(`${issuerAt('/gone')}/token`);
     expect(slowNotFound.closedAt).toHaveLength(1);
-    expect((slowNotFound.closedAt[0] ?? Infinity) - started).toBeLessThan(1000);
+    expect((slowNotFound.closedAt[0] ?? Infinity) - started).toBeLessThan(3000);
   });
 
   it('hangs up at once on a document declared too large, before its body', async () => {
@@ -305,12 +307,12 @@ describe('each metadata request, and what it leaves behind', () => {
 
     // Act
     const started = performance.now();
-    await outcome(metadata, '/big', soon(5000), report);
+    await outcome(metadata, '/big', soon(10_000), report);
     await new Promise((resolve) => setTimeout(resolve, 100));
 
     // Assess
     expect(report.failure).toBe('too_large');
-    expect((declaredTooLarge.closedAt[0] ?? Infinity) - started).toBeLessThan(1000);
+    expect((declaredTooLarge.closedAt[0] ?? Infinity) - started).toBeLessThan(3000);
   });
 
   it('gives up a document that never ends at the deadline, and closes its connection then', async () => {
@@ -332,7 +334,7 @@ describe('each metadata request, and what it leaves behind', () => {
     expect(result).toEqual({ status: 504, description: 'The identity provider did not answer in time' });
     expect(report.failure).toBe('timeout');
     expect((stalled.closedAt[0] ?? Infinity) - started).toBeGreaterThanOrEqual(399);
-    expect((stalled.closedAt[0] ?? Infinity) - started).toBeLessThan(800);
+    expect((stalled.closedAt[0] ?? Infinity) - started).toBeLessThan(2000);
   });
 
   it('answers 502 at once for a document cut short, without waiting for the deadline', async () => {
@@ -351,12 +353,12 @@ describe('each metadata request, and what it leaves behind', () => {
 
     // Act
     const started = performance.now();
-    const result = await outcome(metadata, '/cut', soon(5000), report);
+    const result = await outcome(metadata, '/cut', soon(10_000), report);
 
     // Assess
     expect(result).toEqual({ status: 502, description: 'The identity provider could not be reached or gave an unusable answer' });
     expect(report.failure).toBe('unreachable');
-    expect(performance.now() - started).toBeLessThan(1000);
+    expect(performance.now() - started).toBeLessThan(3000);
   });
 
   it('answers 504 for an issuer that cannot be reached once the deadline has passed', async () => {
@@ -401,27 +403,38 @@ describe('each metadata request, and what it leaves behind', () => {
     expect(report.failure).toBe('timeout');
   });
 
-  it('leaves no timer behind once the metadata has come', async () => {
-    // Prepare: a kept-alive connection first, so only the metadata request's own timers come and go.
-    const document = (path: string) => json(200, metadataDocument(issuerAt(path), `${issuerAt(path)}/token`));
+  it('leaves no deadline timer behind once the metadata has come', async () => {
+    // Prepare: watch the timers armed for the deadline, a minute away, apart from the sockets' own
+    // (the agent's 15 s idle timeout, the server's 5 s keep-alive).
     server.answer(
-      issuerScript({ [wellKnownPaths('/warm').oidc]: document('/warm'), [wellKnownPaths('/timers').oidc]: document('/timers') }),
+      issuerScript({ [wellKnownPaths('/timers').oidc]: json(200, metadataDocument(issuerAt('/timers'), `${issuerAt('/timers')}/token`)) }),
     );
     const metadata = new IssuerMetadata(parseAllowlist(server.origin));
-    await outcome(metadata, '/warm');
-    const timeouts = async (): Promise<number> => {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      return process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
-    };
-    const before = await timeouts();
+    const armed = new Set<number>();
+    let everArmed = 0;
+    const hook = createHook({
+      init(id, type, _trigger, resource) {
+        if (type !== 'Timeout' || ((resource as { _idleTimeout?: number })._idleTimeout ?? 0) <= 30_000) return;
+        armed.add(id);
+        everArmed++;
+      },
+      destroy(id) {
+        armed.delete(id);
+      },
+    });
 
-    // Act: a deadline a minute away, which an armed timer would wait for.
-    await outcome(metadata, '/timers', soon(60_000));
+    // Act
+    hook.enable();
+    try {
+      await outcome(metadata, '/timers', soon(60_000));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      hook.disable();
+    }
 
-    // Assess: the server re-arms its keep-alive timer once the answer is sent, so give it a moment.
-    let after = await timeouts();
-    for (let tries = 0; after > before && tries < 25; tries++) after = await timeouts();
-    expect(after).toBeLessThanOrEqual(before);
+    // Assess: two were armed (the request's and the wait's), and both are gone.
+    expect(everArmed).toBe(2);
+    expect([...armed]).toEqual([]);
   });
 });
 

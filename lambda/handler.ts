@@ -1,15 +1,17 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { noCacheRequested } from './request/cache-control';
 import type { CacheReport } from './cache/report';
+import { remaining } from './cache/outcome';
 import { createTokenCache } from './cache/token-cache';
 import { type Config, loadConfig } from './config';
 import { ExchangeError } from './errors';
 import { exchangeToken, type IdpToken, type UpstreamReport } from './upstream/exchange';
+import type { MetadataReport } from './upstream/issuer-metadata';
 import { describeError, type Observability, powertoolsObservability, type RequestRecord } from './observability';
 import { errorResponse, jsonResponse, notFoundResponse, type Response } from './responses';
 import { isTokenRoute } from './request/routes';
 import { parseTokenRequest } from './request/token-request';
-import { checkTokenUrl } from './policy/token-url-policy';
+import { createEndpointResolver } from './upstream/token-endpoint';
 
 /**
  * The Lambda handler. Typed as API Gateway calls it, but a direct invoke can pass any JSON value,
@@ -18,9 +20,10 @@ import { checkTokenUrl } from './policy/token-url-policy';
 export type TokenHandler = (event: APIGatewayProxyEventV2, context?: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
 /**
- * Build the Lambda handler for a configuration: parse the request, apply the token URL policy,
- * exchange (through the cache when it is on), and turn the result or the error into the response.
- * `clock` (epoch ms) is the cache's and the request's time.
+ * Build the Lambda handler for a configuration: parse the request, resolve its token URL (by the
+ * issuer's metadata when it names an issuer) under the token URL policy, exchange (through the cache
+ * when it is on), and turn the result or the error into the response. `clock` (epoch ms) is the
+ * cache's and the request's time.
  */
 export function createHandler(
   config: Config,
@@ -28,20 +31,21 @@ export function createHandler(
   clock: () => number = Date.now,
 ): TokenHandler {
   const cache = createTokenCache(config.tokenCache, config.upstreamTimeoutMs, clock);
+  const resolveEndpoint = createEndpointResolver(config.allowlist);
 
   return async (event: unknown, context) => {
     if (!isTokenRoute(event)) return notFoundResponse();
     const started = performance.now();
     const arrivedAt = clock();
-    // One deadline for everything the request does: table calls, waits and the IdP.
+    // One deadline for everything the request does: the issuer's metadata, table calls, waits and the IdP.
     const deadline = started + config.upstreamTimeoutMs;
+    const metadata: MetadataReport = {};
     const upstream: UpstreamReport = {};
     const cached: CacheReport = {};
     const record: Partial<RequestRecord> = {};
     let response: Response;
     try {
-      const request = parseTokenRequest(event);
-      const target = checkTokenUrl(request.accessTokenUrl, config.allowlist);
+      const { request, target } = await resolveEndpoint(parseTokenRequest(event), deadline, metadata);
       record.idp_host = target.url.hostname;
       const exchange = (timeoutMs: number): Promise<IdpToken> => exchangeToken(request, target, timeoutMs, upstream);
       if (cache) {
@@ -51,7 +55,8 @@ export function createHandler(
         const answer = await cache.resolve({ request, tokenUrl: target.url.href, noCache, arrivedAt, deadline, exchange, report: cached });
         response = jsonResponse(200, answer.token, { 'x-token-cache': answer.header });
       } else {
-        response = jsonResponse(200, await exchange(config.upstreamTimeoutMs));
+        // What is left of the deadline once the issuer's metadata, if any, was read.
+        response = jsonResponse(200, await exchange(Math.max(1, remaining(deadline))));
       }
       record.outcome = 'ok';
     } catch (error) {
@@ -66,6 +71,10 @@ export function createHandler(
       status: response.statusCode,
       latency_ms: Math.round((performance.now() - started) * 10) / 10,
       // Undefined where that part never ran; a JSON log line has no such key.
+      idp_host: record.idp_host ?? metadata.host,
+      metadata_status: metadata.status,
+      metadata_latency_ms: metadata.latencyMs,
+      metadata_error: metadata.failure,
       idp_status: upstream.status,
       idp_latency_ms: upstream.latencyMs,
       cache: cached.tier,

@@ -3,6 +3,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import type { LogLevel } from './config';
 import { causeChain, type ErrorCode } from './errors';
+import type { MetadataFailure } from './upstream/issuer-metadata';
 import type { CacheTier } from './cache/report';
 
 const SERVICE_NAME = 'token-exchange';
@@ -16,7 +17,14 @@ export interface RequestRecord {
   outcome: 'ok' | ErrorCode;
   status: number;
   latency_ms: number;
+  /** The token endpoint's host; for a request by issuer that got no endpoint, the issuer's. */
   idp_host?: string;
+  /** By issuer: the HTTP status of the last metadata answer. */
+  metadata_status?: number;
+  /** By issuer: time spent waiting for metadata from the network; absent when the instance's kept copy answered. */
+  metadata_latency_ms?: number;
+  /** By issuer: why the metadata step gave no usable token endpoint. */
+  metadata_error?: MetadataFailure;
   idp_status?: number;
   idp_latency_ms?: number;
   /** With TOKEN_CACHE on: the tier that answered (`memory`, `shared`), `miss` (the IdP did, or nobody), or `stale`. */
@@ -44,7 +52,7 @@ export interface Observability {
 /**
  * Powertools Logger and Metrics: one JSON line per request carrying the Lambda context
  * (`function_request_id`, `cold_start`, ...), and EMF metrics (a count per outcome, the IdP's
- * latency, the cache's line, and Powertools' own ColdStart) in the namespace Powertools reads from
+ * latency, the metadata step's latency and failures, the cache's line, and Powertools' own ColdStart) in the namespace Powertools reads from
  * POWERTOOLS_METRICS_NAMESPACE, which the stack sets.
  */
 export function powertoolsObservability(logLevel: LogLevel): Observability {
@@ -65,6 +73,8 @@ export function powertoolsObservability(logLevel: LogLevel): Observability {
       metrics.addDimension('outcome', entry.outcome);
       metrics.addMetric('Requests', MetricUnit.Count, 1);
       if (entry.idp_latency_ms !== undefined) metrics.addMetric('IdpLatency', MetricUnit.Milliseconds, entry.idp_latency_ms);
+      if (entry.metadata_latency_ms !== undefined) metrics.addMetric('MetadataLatency', MetricUnit.Milliseconds, entry.metadata_latency_ms);
+      if (entry.metadata_error !== undefined) metrics.addMetric('MetadataFailures', MetricUnit.Count, 1);
       metrics.publishStoredMetrics();
       if (entry.cache) publishCacheMetrics(metrics, entry);
     },

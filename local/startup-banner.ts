@@ -10,12 +10,12 @@ export interface SharedCacheBanner {
 
 /**
  * What `npm start` prints once both servers listen: where the service is and which token URLs it
- * allows, the embedded IdP's token URL and demo clients, the shared cache's table if it is on, and a
- * `curl` that gets a token through it.
+ * allows, the embedded IdP's issuer, token URL and demo clients, the shared cache's table if it is
+ * on, and two `curl`s that get a token through it: one by token URL, one by issuer.
  */
 export function startupBanner(
   serviceUrl: string,
-  idp: Pick<Idp, 'tokenUrl' | 'clients'>,
+  idp: Pick<Idp, 'issuer' | 'tokenUrl' | 'clients'>,
   allowlist: string,
   shared?: SharedCacheBanner,
 ): string {
@@ -24,12 +24,14 @@ export function startupBanner(
   const postClient = `${post.clientId} / ${post.clientSecret}`;
   const jwtClient = `${jwt.clientId} / ${jwt.clientSecret}`;
   const width = Math.max(basicClient.length, postClient.length, jwtClient.length);
-  const body = JSON.stringify({
-    client_id: basic.clientId,
-    client_secret: basic.clientSecret,
-    access_token_url: idp.tokenUrl,
-    scope: 'read',
-  });
+  const credentials = { client_id: basic.clientId, client_secret: basic.clientSecret };
+  const body = JSON.stringify({ ...credentials, access_token_url: idp.tokenUrl, scope: 'read' });
+  const issuerBody = JSON.stringify({ ...credentials, issuer: idp.issuer, scope: 'read' });
+  const curl = (json: string): string[] => [
+    `  curl -s ${serviceUrl}${TOKEN_PATHS[0]} \\`,
+    `    -H 'content-type: application/json' \\`,
+    `    -d '${json}'`,
+  ];
   return [
     `Token exchange service listening on ${serviceUrl}`,
     ...TOKEN_PATHS.map((path) => `  POST ${serviceUrl}${path}`),
@@ -37,6 +39,7 @@ export function startupBanner(
     `  token URL allowlist: ${allowlist} (add other IdPs with TOKEN_URL_ALLOWLIST)`,
     '',
     'Embedded IdP (oidc-provider: client credentials grant, scopes "read write")',
+    `  issuer        ${idp.issuer} (OpenID Connect Discovery at /.well-known/openid-configuration)`,
     `  token URL     ${idp.tokenUrl}`,
     `  demo client   ${basicClient.padEnd(width)}  (client_secret_basic)`,
     `  demo client   ${postClient.padEnd(width)}  (client_secret_post)`,
@@ -52,9 +55,10 @@ export function startupBanner(
         ]
       : []),
     'Get a token:',
-    `  curl -s ${serviceUrl}${TOKEN_PATHS[0]} \\`,
-    `    -H 'content-type: application/json' \\`,
-    `    -d '${body}'`,
+    ...curl(body),
+    '',
+    'Or name the issuer: the service reads the token endpoint from its metadata.',
+    ...curl(issuerBody),
     '',
   ].join('\n');
 }

@@ -24,7 +24,13 @@ const SECRET = `fuzz-secret-${randomBytes(16).toString('hex')}`;
 const CONTRACT_FIELDS = REQUEST_FIELDS;
 // Each only fits some authentication methods, so a body holds each of these one time in five and
 // the others five times in six: otherwise nearly every body would be a 400 and no other answer seen.
-const OCCASIONAL_FIELDS: readonly string[] = ['client_assertion', 'client_assertion_type', 'resource', 'basic_credentials_encoding'];
+const OCCASIONAL_FIELDS: readonly string[] = [
+  'issuer',
+  'client_assertion',
+  'client_assertion_type',
+  'resource',
+  'basic_credentials_encoding',
+];
 const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf'] as const;
 const STATUS_BY_CODE: Record<string, number> = ERROR_STATUS;
 
@@ -96,6 +102,8 @@ function fieldValue(field: (typeof CONTRACT_FIELDS)[number], tokenUrl: string): 
       fc.webUrl({ validSchemes: ['http', 'https'] }),
       fc.string(),
     ),
+    // Never this server's origin: an issuer it could answer for is the discovery tests' business.
+    issuer: fc.oneof(fc.constantFrom('https://login.example.com/', 'http://169.254.169.254/'), fc.webUrl(), fc.string()),
     grant_type: fc.oneof(fc.constantFrom('client_credentials', 'urn:ietf:params:oauth:grant-type:jwt-bearer'), fc.string()),
     scope: fc.oneof(fc.constantFrom('read', 'read write'), fc.string(), fc.array(fc.string(), { maxLength: 4 })),
     audience: fc.oneof(fc.constant('https://api.example.com'), fc.string()),
@@ -468,6 +476,57 @@ describe('fuzzing access_token_url with no allowlist', () => {
     expect(outcomes.refusedByGuard).toBeGreaterThan(100);
     expect(outcomes.resolvedByName).toBeGreaterThan(20);
     expect(outcomes.connectedToPublicAddress).toBeGreaterThan(20);
+  });
+
+  it('lets an issuer reach the network for its metadata only as a lookup of a name or a connection to a public address', async () => {
+    // Prepare
+    const quiet: Observability = { record: () => undefined };
+    const handler = createHandler(loadConfig({ UPSTREAM_TIMEOUT_MS: '2000' }), quiet);
+    const refusals = [
+      ...Object.values(REFUSED).map(({ status, code, description }) => ({
+        status,
+        answer: { code, description: description.replace(/^access_token_url /, 'issuer ') },
+      })),
+      { status: 400, answer: { code: 'invalid_request', description: 'issuer must not have a query (RFC 8414 2)' } },
+    ];
+    const outcomes = { refused: 0, resolvedByName: 0, connectedToPublicAddress: 0 };
+
+    // Act, Assess
+    await fc.assert(
+      fc.asyncProperty(tokenUrlCases(trap.port), async (issuer) => {
+        jail.reset();
+        const body = JSON.stringify({ client_id: 'fuzz-client', client_secret: SECRET, issuer });
+        const response = await answerWithin(handler, fuzzEvent(body, { 'content-type': 'application/json' }, false, '/v1/oauth/token'));
+        const answer = expectContractAnswer(response, [400, 403, 502]);
+        const seen = { attempts: [...jail.attempts], refused: [...jail.refused], lookups: [...jail.lookups] };
+
+        if (response.statusCode !== 502) {
+          expect(refusals).toContainEqual({ status: response.statusCode, answer });
+          expect(seen).toEqual({ attempts: [], refused: [], lookups: [] });
+          outcomes.refused++;
+        } else if (seen.lookups.length > 0) {
+          expect(seen.refused).toEqual([]);
+          for (const name of seen.lookups) {
+            expect(net.isIP(name)).toBe(0);
+            expect(name).not.toMatch(/(^|\.)localhost$/);
+          }
+          outcomes.resolvedByName++;
+        } else {
+          expect(seen.refused.length).toBeGreaterThan(0);
+          for (const attempt of seen.refused)
+            expect({ host: attempt.host, public: isPublicByIana(attempt.host) }).toEqual({ host: attempt.host, public: true });
+          outcomes.connectedToPublicAddress++;
+        }
+        expect(seen.attempts.filter((attempt) => attempt.allowed && net.isIP(attempt.host) !== 0)).toEqual([]);
+      }),
+      { seed: SEED, numRuns: 1000 },
+    );
+
+    // Assess
+    expect(trap.accepted).toHaveLength(0);
+    expect(outcomes.refused).toBeGreaterThan(30);
+    expect(outcomes.resolvedByName).toBeGreaterThan(5);
+    expect(outcomes.connectedToPublicAddress).toBeGreaterThan(5);
   });
 
   it.each([

@@ -317,10 +317,15 @@ describe('400 invalid_request', () => {
     await invalid(tokenEvent(formBody(), { contentType }), CONTENT_TYPES);
   });
 
-  it.each(['client_id', 'client_secret', 'access_token_url'])('when %s is missing, naming it', async (field) => {
+  it.each(['client_id', 'client_secret'])('when %s is missing, naming it', async (field) => {
     const body: Record<string, unknown> = request();
     delete body[field];
     await invalid(tokenEvent(body), `${field} is required`);
+  });
+
+  it('when access_token_url is missing and no issuer stands in for it, naming both', async () => {
+    const { access_token_url: _url, ...body } = request();
+    await invalid(tokenEvent(body), 'access_token_url or issuer is required');
   });
 
   it.each([
@@ -912,7 +917,7 @@ describe('prototype pollution attempts', () => {
     [
       'access_token_url under __proto__',
       () => `{"__proto__":{"access_token_url":"http://169.254.169.254/"},"client_id":"service-a","client_secret":"s"}`,
-      'access_token_url is required',
+      'access_token_url or issuer is required',
     ],
     [
       'client_secret under constructor.prototype',

@@ -5,6 +5,7 @@ import { UPSTREAM_ERROR_DESCRIPTION } from '../lambda/errors';
 import { bodyOf, tokenEvent } from './support/events';
 import { type HandlerProcess, startHandlerProcess } from './support/handler-process';
 import { createTestCa } from './support/test-pki';
+import { issuerScript, metadataDocument, requestLines, wellKnownPaths } from './support/scripted-issuer';
 import { json, startTokenServer, type TokenServer } from './support/token-server';
 
 // The IdP is reached by host name (`localhost`, which the system resolver maps to loopback; the
@@ -27,7 +28,7 @@ const IDP_TOKEN = {
 
 let caDir: string;
 let handler: HandlerProcess | undefined;
-const servers: Record<'success' | 'sni' | 'reuse' | 'untrusted' | 'mismatch', TokenServer> = {} as never;
+const servers: Record<'success' | 'sni' | 'reuse' | 'untrusted' | 'mismatch' | 'issuer', TokenServer> = {} as never;
 
 const request = (server: TokenServer) =>
   tokenEvent({ client_id: 'tls-client', client_secret: 'tls-secret', access_token_url: `${server.origin}/oauth2/token` });
@@ -41,6 +42,11 @@ beforeAll(async () => {
   servers.reuse = await startTokenServer(json(200, IDP_TOKEN), localhost);
   servers.untrusted = await startTokenServer(json(200, IDP_TOKEN), otherCa.issue(['localhost']));
   servers.mismatch = await startTokenServer(json(200, IDP_TOKEN), trustedCa.issue(['idp.example.test']));
+  servers.issuer = await startTokenServer(json(200, IDP_TOKEN), localhost);
+  const issuer = `${servers.issuer.origin}/realms/tls`;
+  servers.issuer.answer(
+    issuerScript({ [wellKnownPaths('/realms/tls').oidc]: json(200, metadataDocument(issuer, `${issuer}/token`)) }, json(200, IDP_TOKEN)),
+  );
 
   caDir = mkdtempSync(join(tmpdir(), 'https-exchange-'));
   const caFile = join(caDir, 'ca.pem');
@@ -113,5 +119,23 @@ describe('an HTTPS exchange with an IdP reached by host name', () => {
     expect(bodyOf(result ?? {})).toStrictEqual(UPSTREAM_ERROR);
     expect(servers.mismatch.connections).toBe(1);
     expect(servers.mismatch.received).toEqual([]);
+  });
+});
+
+describe('a request by issuer over HTTPS', () => {
+  it('reads the metadata and posts the token request over TLS, on one connection', async () => {
+    // Act
+    const result = await handler?.invoke(
+      tokenEvent({ client_id: 'tls-client', client_secret: 'tls-secret', issuer: `${servers.issuer.origin}/realms/tls` }),
+    );
+
+    // Assess
+    expect(result?.statusCode).toBe(200);
+    expect(bodyOf(result ?? {})).toStrictEqual(IDP_TOKEN);
+    expect(requestLines(servers.issuer.received)).toEqual(['GET /realms/tls/.well-known/openid-configuration', 'POST /realms/tls/token']);
+    expect(servers.issuer.received.map((received) => [received.servername, received.connection])).toEqual([
+      ['localhost', 1],
+      ['localhost', 1],
+    ]);
   });
 });

@@ -15,9 +15,12 @@ const WRONG_SECRET = `not-the-secret-${process.pid}`;
 interface Banner {
   text: string;
   serviceUrl: string;
+  issuer: string;
   tokenUrl: string;
   postClient: { clientId: string; clientSecret: string };
   curl: { url: string; contentType: string; body: string };
+  /** The second curl: the same request by issuer. */
+  issuerCurl: { url: string; body: string };
 }
 
 interface LocalServer {
@@ -52,7 +55,8 @@ async function startLocalServer(): Promise<LocalServer> {
   const server: LocalServer = { child, closed, banner: undefined as unknown as Banner, stdout: () => stdout, stderr: () => stderr };
 
   const deadline = Date.now() + START_TIMEOUT_MS;
-  while (!/-d '[^']*'\n/.test(stdout)) {
+  // Both curls, the one by token URL and the one by issuer, end the banner.
+  while ((stdout.match(/-d '[^']*'\n/g) ?? []).length < 2) {
     if (child.exitCode !== null || Date.now() > deadline) {
       stopLocalServer(server);
       throw new Error(`the local server did not print its banner (exit ${child.exitCode}); stderr:\n${stderr}`);
@@ -69,15 +73,20 @@ function parseBanner(text: string): Banner {
     if (found === undefined) throw new Error(`the banner has no match for ${pattern}:\n${text}`);
     return found;
   };
+  const curls = [...text.matchAll(/curl -s (\S+) [\s\S]*?-d '([^']+)'\n/g)];
+  const last = curls.at(-1);
+  if (curls.length !== 2 || last === undefined) throw new Error(`the banner has ${curls.length} curls, not 2:\n${text}`);
   return {
-    text: text.slice(0, text.indexOf("'\n", text.indexOf(' -d ')) + 2),
+    text: text.slice(0, (last.index ?? 0) + last[0].length),
     serviceUrl: match(/listening on (http:\/\/\S+)/),
+    issuer: match(/issuer +(http\S+)/),
     tokenUrl: match(/token URL +(http\S+)/),
     postClient: {
       clientId: match(/demo client\s+(\S+) \/ \S+\s+\(client_secret_post\)/),
       clientSecret: match(/ \/ (\S+)\s+\(client_secret_post\)/),
     },
     curl: { url: match(/curl -s (\S+)/), contentType: match(/-H 'content-type: ([^']+)'/), body: match(/-d '([^']+)'/) },
+    issuerCurl: { url: last[1] ?? '', body: last[2] ?? '' },
   };
 }
 
@@ -141,6 +150,22 @@ describe('npm start (local/server.ts)', () => {
     // Act
     const response = await post(curl.url, curl.body, curl.contentType);
     handled.push({ requestId: response.headers.get('apigw-requestid') ?? '', status: response.status });
+
+    // Assess
+    expect(response.status).toBe(200);
+    expectContractHeaders(response);
+    const token = await response.json();
+    expect(token).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: expect.any(Number), scope: 'read' });
+  });
+
+  it("prints a curl by issuer whose request returns a token: the endpoint read from the embedded IdP's metadata", async () => {
+    // Prepare
+    const { issuerCurl, serviceUrl, issuer, curl } = local().banner;
+    expect(issuerCurl.url).toBe(`${serviceUrl}/v1/oauth/token`);
+    expect(JSON.parse(issuerCurl.body)).toEqual({ ...JSON.parse(curl.body), access_token_url: undefined, issuer });
+
+    // Act
+    const response = await postToken('/v1/oauth/token', issuerCurl.body);
 
     // Assess
     expect(response.status).toBe(200);

@@ -5,7 +5,8 @@ import { describeError, powertoolsObservability } from '../lambda/observability'
 import { localLambdaContext } from '../local/lambda-context';
 import { withPermit } from './support/configs';
 import { tokenEvent } from './support/events';
-import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
+import { issuerScript, metadataDocument, wellKnownPaths } from './support/scripted-issuer';
+import { DEMO_TOKEN, json, type Script, startTokenServer, type TokenServer } from './support/token-server';
 
 const SECRET = 'observability-test-secret';
 let server: TokenServer;
@@ -297,6 +298,56 @@ describe('the EMF metrics of each request', () => {
       ['miss', undefined, undefined],
       ['miss', undefined, 'hold'],
     ]);
+  });
+});
+
+describe('the metadata step of a request by issuer, in the EMF line of its request', () => {
+  const ISSUER_PATH = '/realms/observed';
+  const byIssuer = () => tokenBody({ access_token_url: undefined, issuer: `${server.origin}${ISSUER_PATH}` });
+  const publish = (document: Script) => server.answer(issuerScript({ [wellKnownPaths(ISSUER_PATH).oidc]: document }));
+  const emfLines = (lines: string[]) => parse(lines).filter((line) => '_aws' in line && line.ColdStart === undefined);
+
+  it('adds MetadataLatency when the metadata came from the network, and not when the kept copy answered', async () => {
+    // Prepare
+    const handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), powertoolsObservability('INFO'));
+    const issuer = `${server.origin}${ISSUER_PATH}`;
+    publish(json(200, metadataDocument(issuer, `${issuer}/token`)));
+
+    // Act
+    const lines = await captureOutput(async () => {
+      await handle(tokenEvent(byIssuer()));
+      await handle(tokenEvent(byIssuer()));
+    });
+
+    // Assess
+    const [fetched, kept] = emfLines(lines);
+    expect(metricNames(fetched as Record<string, unknown>)).toEqual(['Requests', 'IdpLatency', 'MetadataLatency']);
+    expect(fetched).toMatchObject({ outcome: 'ok', MetadataLatency: expect.any(Number) });
+    expect(metricNames(kept as Record<string, unknown>)).toEqual(['Requests', 'IdpLatency']);
+    const [log] = requestLogs(lines);
+    expect(log).toMatchObject({ metadata_status: 200, metadata_latency_ms: fetched?.MetadataLatency });
+  });
+
+  it('adds MetadataFailures when the metadata step gave no endpoint, and logs why at WARN', async () => {
+    // Prepare
+    const handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), powertoolsObservability('INFO'));
+    publish(json(500, { error: 'down' }));
+
+    // Act
+    const lines = await captureOutput(async () => {
+      await handle(tokenEvent(byIssuer()));
+    });
+
+    // Assess
+    const [emf] = emfLines(lines);
+    expect(metricNames(emf as Record<string, unknown>)).toEqual(['Requests', 'MetadataLatency', 'MetadataFailures']);
+    expect(emf).toMatchObject({ outcome: 'upstream_error', Requests: 1, MetadataFailures: 1 });
+    expect(requestLogs(lines)[0]).toMatchObject({
+      level: 'WARN',
+      idp_host: '127.0.0.1',
+      metadata_status: 500,
+      metadata_error: 'http_error',
+    });
   });
 });
 

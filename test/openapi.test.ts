@@ -16,6 +16,7 @@ import { TOKEN_PATHS } from '../lambda/request/routes';
 import { MAX_BODY_BYTES, parseTokenRequest } from '../lambda/request/token-request';
 import { formEvent, recordingObservability, tokenEvent } from './support/events';
 import { type ActualResponse, loadOpenApi, OpenApiValidator, type ResponseObject, structuralProblems } from './support/openapi-validator';
+import { issuerScript, metadataDocument, OIDC_DISCOVERY, wellKnownPaths } from './support/scripted-issuer';
 import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
 
 const document = loadOpenApi();
@@ -243,6 +244,45 @@ describe("the handler's real responses match openapi.yaml", () => {
     expect(result.body).toBe(JSON.stringify(DEMO_TOKEN));
   });
 
+  it('answers 200 with the documented token for a request by issuer', async () => {
+    // Prepare: two round trips, so more time than the handler above gives a loaded machine.
+    const issuer = `${server.origin}/realms/documented`;
+    server.answer(issuerScript({ [wellKnownPaths('/realms/documented').oidc]: json(200, metadataDocument(issuer, tokenUrl)) }));
+    const { access_token_url: _url, ...body } = validBody();
+    const byIssuer = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), recordingObservability());
+
+    // Act
+    const result = await byIssuer(tokenEvent({ ...body, issuer }));
+
+    // Assess
+    expectDocumented(result, 200);
+    expect(result.body).toBe(JSON.stringify(DEMO_TOKEN));
+  });
+
+  it('answers 403 token_url_not_allowed as documented for an issuer outside the allowlist', async () => {
+    // Act
+    const { access_token_url: _url, ...body } = validBody();
+    const result = await handler(tokenEvent({ ...body, issuer: 'https://login.example.com/realms/payments' }));
+
+    // Assess
+    expectDocumented(result, 403);
+    expect(JSON.parse(result.body ?? '')).toEqual({ code: 'token_url_not_allowed', description: 'issuer is not in the allowlist' });
+  });
+
+  it("answers 502 upstream_error as documented when the issuer's metadata names another issuer", async () => {
+    // Prepare
+    server.answer(
+      issuerScript({ [wellKnownPaths('/realms/other').oidc]: json(200, metadataDocument('https://evil.example.com', tokenUrl)) }),
+    );
+    const { access_token_url: _url, ...body } = validBody();
+
+    // Act
+    const result = await handler(tokenEvent({ ...body, issuer: `${server.origin}/realms/other` }));
+
+    // Assess
+    expectDocumented(result, 502);
+  });
+
   it('answers 200 for a documented form body', async () => {
     // Act
     const result = await handler(formEvent({ client_id: 'demo-client', client_secret: 'demo-secret', access_token_url: tokenUrl }));
@@ -393,11 +433,22 @@ describe('the documented request schemas agree with the handler', () => {
   let server: TokenServer;
   let handler: TokenHandler;
   let tokenUrl: string;
+  let issuer: string;
 
   beforeAll(async () => {
-    server = await startTokenServer(json(200, DEMO_TOKEN));
+    server = await startTokenServer();
     tokenUrl = `${server.origin}/token`;
-    handler = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '300' }), recordingObservability());
+    issuer = `${server.origin}/idp`;
+    // Every issuer under this server publishes its OpenID Connect document, whatever its path.
+    server.answer((request, response) => {
+      const path = request.url.endsWith(OIDC_DISCOVERY) ? request.url.slice(0, -OIDC_DISCOVERY.length) : undefined;
+      const answer =
+        request.method === 'GET' && path !== undefined
+          ? json(200, metadataDocument(`${server.origin}${path}`, tokenUrl))
+          : json(200, DEMO_TOKEN);
+      return answer(request, response);
+    });
+    handler = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '5000' }), recordingObservability());
   });
 
   afterAll(async () => {
@@ -428,6 +479,12 @@ describe('the documented request schemas agree with the handler', () => {
     const { [field]: _removed, ...rest } = valid();
     return rest;
   };
+  /** A request by issuer: the scripted server publishes metadata for it, listing no methods. */
+  const byIssuer = (overrides: Record<string, unknown> = {}): Record<string, unknown> => ({
+    ...without('access_token_url'),
+    issuer,
+    ...overrides,
+  });
 
   const jsonCases: [string, () => unknown, 200 | 400][] = [
     ['the three required fields', () => valid(), 200],
@@ -463,7 +520,18 @@ describe('the documented request schemas agree with the handler', () => {
       200,
     ],
     ['an audience of 2048 characters', () => valid({ audience: 'a'.repeat(2048) }), 200],
+    ['an issuer in place of access_token_url', () => byIssuer(), 200],
+    ['an issuer and client_secret_post', () => byIssuer({ token_endpoint_auth_method: 'client_secret_post' }), 200],
+    ['an issuer and raw Basic credentials, the method left to the metadata', () => byIssuer({ basic_credentials_encoding: 'raw' }), 200],
+    ['an issuer and a client_assertion', () => ({ ...assertion({ access_token_url: undefined }), issuer }), 200],
+    ['an issuer of 2048 characters', () => byIssuer({ issuer: `${issuer}/${'i'.repeat(2047 - issuer.length)}` }), 200],
     ['a body that is an array', () => [valid()], 400],
+    ['an issuer beside access_token_url', () => valid({ issuer }), 400],
+    ['a numeric issuer', () => byIssuer({ issuer: 42 }), 400],
+    ['an issuer with a query', () => byIssuer({ issuer: `${issuer}?tenant=a` }), 400],
+    ['an issuer without a scheme', () => byIssuer({ issuer: 'login.example.com/realms/payments' }), 400],
+    ['an issuer with a space', () => byIssuer({ issuer: `${issuer}/a b` }), 400],
+    ['an issuer of 2049 characters', () => byIssuer({ issuer: `${issuer}/${'i'.repeat(2048 - issuer.length)}` }), 400],
     ['a missing client_id', () => without('client_id'), 400],
     ['a missing client_secret', () => without('client_secret'), 400],
     ['a missing access_token_url', () => without('access_token_url'), 400],
@@ -539,6 +607,8 @@ describe('the documented request schemas agree with the handler', () => {
     ['a scope with a double space', () => ({ ...(valid() as Record<string, string>), scope: 'read  write' }), 400],
     ['an unknown token_endpoint_auth_method', () => ({ ...(valid() as Record<string, string>), token_endpoint_auth_method: 'none' }), 400],
     ['a client_assertion', () => assertion() as Record<string, string>, 200],
+    ['an issuer', () => byIssuer() as Record<string, string>, 200],
+    ['an issuer beside access_token_url', () => valid({ issuer }) as Record<string, string>, 400],
     ['a resource', () => ({ ...(valid() as Record<string, string>), resource: 'https://api.example.com/' }), 200],
     ['a client_assertion beside a client_secret', () => assertion({ client_secret: 'demo-secret' }) as Record<string, string>, 400],
     [
@@ -607,6 +677,8 @@ describe('the documented request schemas agree with the handler', () => {
         { weight: 5, arbitrary: fc.constant('https://login.example.com/oauth2/token') },
         fc.constantFrom(undefined, 7),
       ),
+      // Rarely present, so most bodies name exactly one of the two.
+      issuer: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, fc.constantFrom('https://login.example.com/realms/a', 7, null)),
       grant_type: field('client_credentials'),
       scope: field('read write'),
       audience: field('https://api.example.com'),

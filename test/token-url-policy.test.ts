@@ -1,8 +1,15 @@
 import { loadConfig } from '../lambda/config';
-import { ExchangeError } from '../lambda/errors';
+import { ADDRESS_NOT_ALLOWED_DESCRIPTION, ExchangeError } from '../lambda/errors';
 import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
-import { type AllowlistEntry, checkTokenUrl, PUBLIC_ONLY, parseAllowlist, type TokenTarget } from '../lambda/policy/token-url-policy';
+import {
+  addressNotAllowed,
+  type AllowlistEntry,
+  checkTokenUrl,
+  PUBLIC_ONLY,
+  parseAllowlist,
+  type TokenTarget,
+} from '../lambda/policy/token-url-policy';
 import { bodyOf, recordingObservability, tokenEvent } from './support/events';
 import { REFUSED, type Refusal } from './support/ssrf-payloads';
 import { DEMO_TOKEN, startTokenServer, type TokenServer } from './support/token-server';
@@ -278,6 +285,32 @@ describe('checkTokenUrl with IP literal entries', () => {
 
   it('refuses *.localhost even when a wildcard entry names it', () => {
     expect(decide('https://idp.dev.localhost/token', 'https://*.dev.localhost')).toEqual(REFUSED.address);
+  });
+});
+
+describe('checkTokenUrl for an issuer and the endpoint its metadata names', () => {
+  it.each([
+    ['issuer', 'http://login.example.com/', 'issuer must use https'],
+    ['issuer', 'https://169.254.169.254/', 'issuer points to an address that is not allowed'],
+    ['issuer', 'https://user@login.example.com/', 'issuer must not contain user-info'],
+    ['issuer', 'login.example.com', 'issuer must be an absolute URL'],
+    ["the issuer's token_endpoint", 'https://localhost/token', "the issuer's token_endpoint points to an address that is not allowed"],
+    ["the issuer's token_endpoint", 'https://a..b/token', "the issuer's token_endpoint must have a valid host name"],
+  ] as const)('names %s in its refusal of %s', (field, url, description) => {
+    // Act
+    let refusal: unknown;
+    try {
+      checkTokenUrl(url, [], field);
+    } catch (error) {
+      refusal = (error as ExchangeError).description;
+    }
+
+    // Assess
+    expect(refusal).toBe(description);
+  });
+
+  it("words an address refusal of access_token_url as the exchange's connect-time refusal does", () => {
+    expect(addressNotAllowed('access_token_url')).toBe(ADDRESS_NOT_ALLOWED_DESCRIPTION);
   });
 });
 

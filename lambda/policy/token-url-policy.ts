@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { canonicalAddress, isLoopback, isPublicUnicast } from './address-ranges';
-import { ADDRESS_NOT_ALLOWED_DESCRIPTION, invalidRequest, tokenUrlNotAllowed } from '../errors';
+import { invalidRequest, tokenUrlNotAllowed } from '../errors';
 
 /**
  * Which addresses a connection for one token URL may reach. The policy decides it from the URL and
@@ -99,51 +99,55 @@ function permitFor(host: string): AddressPermit {
   return PUBLIC_ONLY;
 }
 
+/** What a checked URL is, as its refusals name it: the caller's two fields, or the endpoint an issuer's metadata names. */
+export type PolicyField = 'access_token_url' | 'issuer' | "the issuer's token_endpoint";
+
 /**
  * Decide whether the service may post client credentials to `raw` (the contract's "Token URL
- * policy"). Malformed input is a 400 naming `access_token_url`; a URL that parses but breaks a rule
- * is a 403. Addresses of host names are checked later, at connect time, by the guarded agents.
+ * policy"), or fetch an issuer's metadata from under it. Malformed input is a 400 naming `field`; a
+ * URL that parses but breaks a rule is a 403. Addresses of host names are checked later, at connect
+ * time, by the guarded agents.
  */
-export function checkTokenUrl(raw: string, allowlist: readonly AllowlistEntry[]): TokenTarget {
+export function checkTokenUrl(raw: string, allowlist: readonly AllowlistEntry[], field: PolicyField = 'access_token_url'): TokenTarget {
   if (raw.length > MAX_URL_LENGTH || !URL_CHARACTERS.test(raw)) {
-    throw invalidRequest(`access_token_url must be an absolute URL of at most ${MAX_URL_LENGTH} visible ASCII characters`);
+    throw invalidRequest(`${field} must be an absolute URL of at most ${MAX_URL_LENGTH} visible ASCII characters`);
   }
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw invalidRequest('access_token_url must be an absolute URL');
+    throw invalidRequest(`${field} must be an absolute URL`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw tokenUrlNotAllowed('access_token_url must use https');
+    throw tokenUrlNotAllowed(`${field} must use https`);
   }
   // An `@` anywhere is refused, not only in the authority (where user-info needs one): it is where
   // URL parsers disagree about the host (`https://good.example?@127.0.0.1`), and token URLs have no
   // use for it.
   if (raw.includes('@')) {
-    throw tokenUrlNotAllowed('access_token_url must not contain user-info');
+    throw tokenUrlNotAllowed(`${field} must not contain user-info`);
   }
-  if (raw.includes('#')) throw tokenUrlNotAllowed('access_token_url must not contain a fragment');
+  if (raw.includes('#')) throw tokenUrlNotAllowed(`${field} must not contain a fragment`);
   const host = stripBrackets(url.hostname);
   if (host.split('.').some((label) => label === '')) {
-    throw invalidRequest('access_token_url must have a valid host name');
+    throw invalidRequest(`${field} must have a valid host name`);
   }
 
   let permit = PUBLIC_ONLY;
   if (allowlist.length > 0) {
     const entry = allowlist.find((candidate) => matches(candidate, url, host));
-    if (!entry) throw tokenUrlNotAllowed('access_token_url is not in the allowlist');
+    if (!entry) throw tokenUrlNotAllowed(`${field} is not in the allowlist`);
     permit = entry.permit;
   } else if (url.protocol !== 'https:') {
-    throw tokenUrlNotAllowed('access_token_url must use https');
+    throw tokenUrlNotAllowed(`${field} must use https`);
   }
 
   // Refuse what is refusable before any socket exists; names are resolved and checked by the agent.
   if (isIP(host) !== 0 && !permit.allows(host)) {
-    throw tokenUrlNotAllowed(ADDRESS_NOT_ALLOWED_DESCRIPTION);
+    throw tokenUrlNotAllowed(addressNotAllowed(field));
   }
   if (permit === PUBLIC_ONLY && (host === 'localhost' || host.endsWith('.localhost'))) {
-    throw tokenUrlNotAllowed(ADDRESS_NOT_ALLOWED_DESCRIPTION);
+    throw tokenUrlNotAllowed(addressNotAllowed(field));
   }
   return { url, permit };
 }
@@ -170,6 +174,9 @@ function pathStartsWith(path: string, prefix: string): boolean {
   const withSlash = prefix.endsWith('/') ? prefix : `${prefix}/`;
   return path.startsWith(withSlash);
 }
+
+/** The refusal of an address, whether the policy sees it in the URL or a guarded agent at connect time. */
+export const addressNotAllowed = (field: PolicyField): string => `${field} points to an address that is not allowed`;
 
 function stripBrackets(hostname: string): string {
   return hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;

@@ -7,8 +7,39 @@ export type AuthMethod = 'client_secret_basic' | 'client_secret_post' | 'client_
 /** How `client_secret_basic` puts id and secret in the header: form-encoded first (RFC 6749 2.3.1), or as given. */
 export type BasicCredentialsEncoding = 'form' | 'raw';
 
-/** A validated token request: what the caller asked for, before the token URL policy is applied. */
+/**
+ * A validated token request with its token URL: as the caller named it, or as an issuer's metadata
+ * gave it. What the policy, the cache and the exchange work on.
+ */
 export type TokenRequest = RequestFields & ClientAuthentication;
+
+/**
+ * What a request names: its token URL (then it is a {@link TokenRequest} as it stands), or its
+ * issuer, whose metadata gives the token URL and, when the caller named none, the client
+ * authentication method.
+ */
+export type ParsedTokenRequest = TokenRequest | IssuerRequest;
+
+/** A request by `issuer`: everything but the token URL, and the method only if the caller named it. */
+export interface IssuerRequest extends Omit<RequestFields, 'accessTokenUrl'> {
+  /** As given: the metadata's `issuer` must equal it exactly (RFC 8414 3.3). */
+  readonly issuer: string;
+  readonly authentication: ClientAuthentication | SecretAwaitingMethod;
+}
+
+/** The three methods that authenticate with the client secret: the ones an issuer's metadata may choose among. */
+export type SecretMethod = Exclude<AuthMethod, 'private_key_jwt'>;
+
+/**
+ * No method named by a request by `issuer`: a client secret, to be sent by the method the issuer's
+ * metadata leads to (see {@link withMetadataMethod}).
+ */
+export interface SecretAwaitingMethod {
+  readonly authMethod: 'from_metadata';
+  readonly clientSecret: string;
+  /** As given: it holds only if the metadata leads to `client_secret_basic`. */
+  readonly basicCredentialsEncoding?: BasicCredentialsEncoding;
+}
 
 interface RequestFields {
   readonly clientId: string;
@@ -60,6 +91,7 @@ export const REQUEST_FIELDS = [
   'client_id',
   'client_secret',
   'access_token_url',
+  'issuer',
   'grant_type',
   'scope',
   'audience',
@@ -81,11 +113,11 @@ interface EventParts {
 }
 
 /**
- * Turn an API Gateway payload 2.0 event into a {@link TokenRequest}: check the event is shaped as
- * API Gateway sends it, decode the body (base64 when flagged), enforce the 64 KiB limit, read JSON
+ * Turn an API Gateway payload 2.0 event into a {@link ParsedTokenRequest}: check the event is shaped
+ * as API Gateway sends it, decode the body (base64 when flagged), enforce the 64 KiB limit, read JSON
  * or form fields, and validate each field.
  */
-export function parseTokenRequest(event: unknown): TokenRequest {
+export function parseTokenRequest(event: unknown): ParsedTokenRequest {
   const parts = eventParts(event);
   const body = decodeBody(parts.body, parts.isBase64Encoded);
   const mediaType = mediaTypeOf(headerValue(parts.headers, 'content-type') ?? '');
@@ -170,13 +202,16 @@ function readForm(body: string): Fields {
   return fields;
 }
 
-function validate(fields: Fields): TokenRequest {
+function validate(fields: Fields): ParsedTokenRequest {
   const clientId = requiredString(fields, 'client_id');
   if (clientId.length < 1 || clientId.length > 256 || !PRINTABLE_ASCII.test(clientId)) {
     throw invalidRequest('client_id must be 1 to 256 printable ASCII characters');
   }
-  const credentials = readClientAuthentication(fields);
-  const accessTokenUrl = requiredString(fields, 'access_token_url');
+  // By issuer with no method named or implied, the method waits for the issuer's metadata.
+  const methodAwaitsMetadata =
+    fields.issuer !== undefined && fields.token_endpoint_auth_method === undefined && fields.client_assertion === undefined;
+  const credentials = methodAwaitsMetadata ? readSecretAwaitingMethod(fields) : readClientAuthentication(fields);
+  const idp = readTokenUrlOrIssuer(fields);
 
   const grantType = optionalString(fields, 'grant_type') ?? 'client_credentials';
   if (!GRANT_NAME.test(grantType) && !ABSOLUTE_URI.test(grantType)) {
@@ -192,15 +227,28 @@ function validate(fields: Fields): TokenRequest {
 
   const resource = readResource(fields.resource);
 
-  return {
+  const fieldsAsked = {
     clientId,
-    ...credentials,
-    accessTokenUrl,
     grantType,
     ...(scope === undefined ? {} : { scope }),
     ...(audience === undefined ? {} : { audience }),
     ...(resource === undefined ? {} : { resource }),
   };
+  if ('issuer' in idp) return { ...fieldsAsked, issuer: idp.issuer, authentication: credentials };
+  // A secret awaits a method only in a request by issuer, which returned above.
+  return { ...fieldsAsked, ...(credentials as ClientAuthentication), accessTokenUrl: idp.accessTokenUrl };
+}
+
+/** Exactly one of the two ways to name the IdP. */
+function readTokenUrlOrIssuer(fields: Fields): { readonly accessTokenUrl: string } | { readonly issuer: string } {
+  const accessTokenUrl = optionalString(fields, 'access_token_url');
+  const issuer = optionalString(fields, 'issuer');
+  if (accessTokenUrl !== undefined && issuer !== undefined) {
+    throw invalidRequest('access_token_url and issuer must not both be sent: the token URL is either given or read from the issuer');
+  }
+  if (issuer !== undefined) return { issuer };
+  if (accessTokenUrl === undefined) throw invalidRequest('access_token_url or issuer is required');
+  return { accessTokenUrl };
 }
 
 /**
@@ -217,10 +265,7 @@ function readClientAuthentication(fields: Fields): ClientAuthentication {
   }
   const authMethod = method as AuthMethod;
 
-  const encoding = optionalString(fields, 'basic_credentials_encoding');
-  if (encoding !== undefined && !BASIC_ENCODINGS.includes(encoding as BasicCredentialsEncoding)) {
-    throw invalidRequest('basic_credentials_encoding must be form or raw');
-  }
+  const encoding = readBasicCredentialsEncoding(fields);
   if (encoding !== undefined && authMethod !== 'client_secret_basic') {
     throw invalidRequest('basic_credentials_encoding applies only to token_endpoint_auth_method client_secret_basic');
   }
@@ -241,6 +286,44 @@ function readClientAuthentication(fields: Fields): ClientAuthentication {
   if (assertion !== undefined) {
     throw invalidRequest('client_assertion is only for token_endpoint_auth_method private_key_jwt (leave the method out, or send that)');
   }
+  const clientSecret = readClientSecret(fields);
+  if (authMethod === 'client_secret_jwt' && clientSecret === '') {
+    throw invalidRequest('client_secret must not be empty with client_secret_jwt: it is the key the assertion is signed with');
+  }
+  if (authMethod === 'client_secret_basic') return { authMethod, clientSecret, basicCredentialsEncoding: encoding ?? 'form' };
+  return { authMethod, clientSecret };
+}
+
+/** A request by issuer that names no method: the secret and the Basic encoding, each as valid as for any method. */
+function readSecretAwaitingMethod(fields: Fields): SecretAwaitingMethod {
+  const encoding = readBasicCredentialsEncoding(fields);
+  const clientSecret = readClientSecret(fields);
+  return { authMethod: 'from_metadata', clientSecret, basicCredentialsEncoding: encoding };
+}
+
+/**
+ * The client authentication of a request by issuer whose method came from its metadata: the rules
+ * that tie the secret and the Basic encoding to a method apply once the method is known, and say
+ * where it came from.
+ */
+export function withMetadataMethod(secret: SecretAwaitingMethod, authMethod: SecretMethod): ClientAuthentication {
+  const { clientSecret, basicCredentialsEncoding: encoding } = secret;
+  if (authMethod === 'client_secret_basic') return { authMethod, clientSecret, basicCredentialsEncoding: encoding ?? 'form' };
+  if (encoding !== undefined) {
+    throw invalidRequest(
+      `basic_credentials_encoding applies only to client_secret_basic, and the issuer's metadata leads to ${authMethod}: send token_endpoint_auth_method client_secret_basic to use it`,
+    );
+  }
+  if (authMethod === 'client_secret_jwt' && clientSecret === '') {
+    throw invalidRequest(
+      "client_secret must not be empty with client_secret_jwt, the method the issuer's metadata leads to: it is the key the assertion is signed with",
+    );
+  }
+  return { authMethod, clientSecret };
+}
+
+/** The secret of a secret method; no `client_assertion_type` comes with one. */
+function readClientSecret(fields: Fields): string {
   if (fields.client_assertion_type !== undefined) {
     throw invalidRequest('client_assertion_type is only sent with client_assertion (private_key_jwt)');
   }
@@ -248,12 +331,15 @@ function readClientAuthentication(fields: Fields): ClientAuthentication {
   if (clientSecret.length > 1024 || !PRINTABLE_ASCII.test(clientSecret)) {
     throw invalidRequest('client_secret must be at most 1024 printable ASCII characters');
   }
-  if (authMethod === 'client_secret_jwt' && clientSecret === '') {
-    throw invalidRequest('client_secret must not be empty with client_secret_jwt: it is the key the assertion is signed with');
+  return clientSecret;
+}
+
+function readBasicCredentialsEncoding(fields: Fields): BasicCredentialsEncoding | undefined {
+  const encoding = optionalString(fields, 'basic_credentials_encoding');
+  if (encoding !== undefined && !BASIC_ENCODINGS.includes(encoding as BasicCredentialsEncoding)) {
+    throw invalidRequest('basic_credentials_encoding must be form or raw');
   }
-  if (authMethod === 'client_secret_basic')
-    return { authMethod, clientSecret, basicCredentialsEncoding: (encoding ?? 'form') as BasicCredentialsEncoding };
-  return { authMethod, clientSecret };
+  return encoding as BasicCredentialsEncoding | undefined;
 }
 
 /** RFC 8707 2: one or more absolute URIs without a fragment. */

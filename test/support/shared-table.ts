@@ -3,7 +3,7 @@ import { type AttributeValue, DynamoDBClient, PutItemCommand, ScanCommand } from
 import { sealState, type ItemState } from '../../lambda/cache/item-state';
 import { requestText, holdKey, type SecretRequest } from '../../lambda/cache/request-key';
 import { holdItemKeys, type ItemKeys, requestItemKeys } from '../../lambda/cache/sealed-item';
-import { parseTokenRequest } from '../../lambda/request/token-request';
+import { parseTokenRequest, type TokenRequest } from '../../lambda/request/token-request';
 import { localAwsEnvironment, type LocalDynamoDb, startLocalDynamoDb } from '../../local/dynamodb-local';
 import { type LocalSecretsManager, startLocalSecretsManager } from '../../local/secrets-manager-local';
 import { tokenEvent } from './events';
@@ -65,7 +65,7 @@ export async function startSharedTable(tableName = 'token-cache-test'): Promise<
       return requestItemKeys(pepperBytes, request.clientSecret, requestText(request, new URL(request.accessTokenUrl).href));
     },
     holdKeysOf(body) {
-      const request = parseTokenRequest(tokenEvent(body));
+      const request = parseTokenRequest(tokenEvent(body)) as TokenRequest;
       return holdItemKeys(pepperBytes, holdKey(request.clientId, new URL(request.accessTokenUrl).href));
     },
     async plant(keys, state, rev = randomBytes(6).toString('hex')) {

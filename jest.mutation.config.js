@@ -1,7 +1,7 @@
 // The jest run Stryker uses for each mutant (stryker.config.mjs). It leaves out tests that cannot
 // kill a mutant of lambda/: those that run the bundle, the local server or the exchange in a child
-// process (the mutant lives in Stryker's in-process copy, not in what the child loads) and the CDK
-// synth tests. For each mutant it loads only the test files that reached it, and stops at the first
+// process (the mutant lives in Stryker's in-process copy, not in what the child loads), the CDK
+// synth tests and the docs' link checks. For each mutant it loads only the test files that reached it, and stops at the first
 // failing test (test/support/mutation-*).
 const { join } = require('node:path');
 const base = require('./jest.config.js');
@@ -15,6 +15,7 @@ module.exports = {
     '<rootDir>/test/local-server\\.test\\.ts$',
     '<rootDir>/test/local-shared-cache\\.test\\.ts$',
     '<rootDir>/test/https-exchange\\.test\\.ts$',
+    '<rootDir>/test/docs\\.test\\.ts$',
   ],
   setupFiles: ['<rootDir>/test/support/mutation-setup.ts'],
   setupFilesAfterEnv: ['<rootDir>/test/support/mutation-coverage-recorder.ts'],

@@ -82,13 +82,12 @@ export function causeChain(error: unknown): object[] {
 }
 
 /** The refusal of an address, whether the policy sees it in the URL or the agent at connect time. */
-export const ADDRESS_NOT_ALLOWED_DESCRIPTION = 'access_token_url points to an address that is not allowed';
+const ADDRESS_NOT_ALLOWED_DESCRIPTION = 'access_token_url points to an address that is not allowed';
 
 // Fixed texts: the caller learns the category, never the IdP's answer or an internal message.
-export const UNAUTHORIZED_DESCRIPTION = 'Unauthorized credentials provided';
+const UNAUTHORIZED_DESCRIPTION = 'Unauthorized credentials provided';
 export const UPSTREAM_ERROR_DESCRIPTION = 'The identity provider could not be reached or gave an unusable answer';
-export const UPSTREAM_THROTTLED_DESCRIPTION =
-  'The identity provider asked to wait before the next token request: retry after retry-after seconds';
+const UPSTREAM_THROTTLED_DESCRIPTION = 'The identity provider asked to wait before the next token request: retry after retry-after seconds';
 export const UPSTREAM_TIMEOUT_DESCRIPTION = 'The identity provider did not answer in time';
 export const INTERNAL_ERROR_DESCRIPTION = 'Internal error';
 

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { loadConfig } from '../lambda/config';
-import { ERROR_STATUS } from '../lambda/errors';
 import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
+import { CONTRACT_ERROR_STATUS } from './support/contract';
 import { bodyOf, recordingObservability, tokenEvent } from './support/events';
 import { startTokenServer, type TokenServer } from './support/token-server';
 
@@ -111,7 +111,7 @@ describe('a token route event API Gateway could never have sent', () => {
 });
 
 describe('fuzzing the shape of the event', () => {
-  const CONTRACT_STATUSES = new Set<number>([...Object.values(ERROR_STATUS), 404].filter((status) => status !== 500));
+  const CONTRACT_STATUSES = new Set<number>([...Object.values(CONTRACT_ERROR_STATUS), 404].filter((status) => status !== 500));
 
   /** A token event with any of its fields replaced by any JSON-like value, or removed. */
   const oddEvent = fc

@@ -3,11 +3,10 @@ import * as net from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import fc from 'fast-check';
 import { loadConfig } from '../lambda/config';
-import { ERROR_STATUS } from '../lambda/errors';
 import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import type { Observability } from '../lambda/observability';
-import { REQUEST_FIELDS } from '../lambda/request/token-request';
+import { CONTRACT_ERROR_STATUS, CONTRACT_REQUEST_FIELDS } from './support/contract';
 import { tokenEvent } from './support/events';
 import { atPort, REFUSED, refusedEverywherePayloads } from './support/ssrf-payloads';
 import { DEMO_TOKEN, startTokenServer, type TokenServer } from './support/token-server';
@@ -21,7 +20,7 @@ const HANDLER_DEADLINE_MS = 5000;
 // Recognisable and fresh per run, so any copy of it in an answer or a log line is a leak.
 const SECRET = `fuzz-secret-${randomBytes(16).toString('hex')}`;
 // Every field the parser reads: a field added there needs a generator here before this compiles.
-const CONTRACT_FIELDS = REQUEST_FIELDS;
+const CONTRACT_FIELDS = CONTRACT_REQUEST_FIELDS;
 // Each only fits some authentication methods, so a body holds each of these one time in five and
 // the others five times in six: otherwise nearly every body would be a 400 and no other answer seen.
 const OCCASIONAL_FIELDS: readonly string[] = [
@@ -32,7 +31,7 @@ const OCCASIONAL_FIELDS: readonly string[] = [
   'basic_credentials_encoding',
 ];
 const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf'] as const;
-const STATUS_BY_CODE: Record<string, number> = ERROR_STATUS;
+const STATUS_BY_CODE: Record<string, number> = CONTRACT_ERROR_STATUS;
 
 /** A token event with exactly the fuzzed headers, body and base64 flag (which may be a lie). */
 function fuzzEvent(

@@ -1,6 +1,6 @@
 import { ClientCredentials } from 'simple-oauth2';
 import { loadConfig } from '../lambda/config';
-import { grantConfig } from '../lambda/upstream/exchange';
+import { grantConfig } from '../lambda/upstream/grant-config';
 import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler } from '../lambda/handler';
 import type { TokenRequest } from '../lambda/request/token-request';

@@ -1,11 +1,14 @@
 import { loadConfig } from '../lambda/config';
 import { createHandler, type TokenHandler } from '../lambda/handler';
-import { MAX_METADATA_BYTES, type MetadataFailure } from '../lambda/upstream/issuer-metadata';
+import type { MetadataFailure } from '../lambda/upstream/issuer-metadata';
 import { decodeJws, verifiesHs256 } from './support/caller-assertions';
 import { bodyOf, tokenEvent } from './support/events';
 import { after, issuerScript, metadataDocument, requestLines, silent, wellKnownPaths } from './support/scripted-issuer';
 import { useScriptedIdp } from './support/scripted-idp';
 import { DEMO_TOKEN, json, type ReceivedRequest, type Script, startTokenServer } from './support/token-server';
+
+/** The largest metadata document read: 64 KiB. */
+const MAX_METADATA_BYTES = 65_536;
 
 // Requests by `issuer` end to end through the handler, against a scripted metadata server on
 // 127.0.0.1 that also plays the token endpoint: which documents are asked for, in which order, what

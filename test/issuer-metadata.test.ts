@@ -1,7 +1,8 @@
 import { createHook } from 'node:async_hooks';
 import { ExchangeError } from '../lambda/errors';
 import { destroyAgents } from '../lambda/upstream/guarded-agents';
-import { DEFAULT_KEEPING, IssuerMetadata, type MetadataReport, metadataUrls } from '../lambda/upstream/issuer-metadata';
+import { IssuerMetadata, type MetadataReport } from '../lambda/upstream/issuer-metadata';
+import { metadataUrls } from '../lambda/upstream/well-known';
 import { checkTokenUrl, parseAllowlist, type TokenTarget } from '../lambda/policy/token-url-policy';
 import { after, issuerScript, metadataDocument, silent, wellKnownPaths } from './support/scripted-issuer';
 import { createTestCa } from './support/test-pki';
@@ -95,8 +96,37 @@ describe('metadataUrls', () => {
 });
 
 describe('how long metadata is kept', () => {
-  it('keeps it for ten minutes by default, for at most 500 issuers', () => {
-    expect(DEFAULT_KEEPING).toEqual({ ttlMs: 600_000, maxIssuers: 500 });
+  it('keeps it for ten minutes by default', async () => {
+    // Prepare
+    const clock = manualClock();
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin), undefined, clock.now);
+    publish('/a');
+
+    // Act
+    await outcome(metadata, '/a');
+    clock.advance(599_999);
+    await outcome(metadata, '/a');
+    const fetchesWhileKept = fetchesOf('/a');
+    clock.advance(1);
+    await outcome(metadata, '/a');
+
+    // Assess
+    expect([fetchesWhileKept, fetchesOf('/a')]).toEqual([1, 2]);
+  });
+
+  it('keeps 500 issuers by default, least recently used out first', async () => {
+    // Prepare
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin), undefined, manualClock().now);
+    const paths = Array.from({ length: 501 }, (_, index) => `/i${index}`);
+    publish(...paths);
+
+    // Act: the 501st pushes out the first; the second is still kept.
+    for (const path of paths) await outcome(metadata, path);
+    await outcome(metadata, '/i1');
+    await outcome(metadata, '/i0');
+
+    // Assess
+    expect([fetchesOf('/i0'), fetchesOf('/i1')]).toEqual([2, 1]);
   });
 
   it('answers from the kept copy until its time is up, then fetches again', async () => {

@@ -1,19 +1,12 @@
 import fc from 'fast-check';
 import { JWT_BEARER_ASSERTION_TYPE } from '../lambda/request/client-assertion';
 import { loadConfig } from '../lambda/config';
-import {
-  ERROR_STATUS,
-  type ErrorCode,
-  ExchangeError,
-  INTERNAL_ERROR_DESCRIPTION,
-  UNAUTHORIZED_DESCRIPTION,
-  UPSTREAM_ERROR_DESCRIPTION,
-  UPSTREAM_TIMEOUT_DESCRIPTION,
-} from '../lambda/errors';
+import { ExchangeError, INTERNAL_ERROR_DESCRIPTION, UPSTREAM_ERROR_DESCRIPTION, UPSTREAM_TIMEOUT_DESCRIPTION } from '../lambda/errors';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import { errorResponse } from '../lambda/responses';
 import { TOKEN_PATHS } from '../lambda/request/routes';
-import { MAX_BODY_BYTES, parseTokenRequest } from '../lambda/request/token-request';
+import { parseTokenRequest } from '../lambda/request/token-request';
+import { CONTRACT_ERROR_STATUS, type ContractErrorCode, MAX_BODY_BYTES, UNAUTHORIZED_DESCRIPTION } from './support/contract';
 import { formEvent, recordingObservability, tokenEvent } from './support/events';
 import { type ActualResponse, loadOpenApi, OpenApiValidator, type ResponseObject, structuralProblems } from './support/openapi-validator';
 import { issuerScript, metadataDocument, OIDC_DISCOVERY, wellKnownPaths } from './support/scripted-issuer';
@@ -96,9 +89,9 @@ describe('openapi.yaml', () => {
     const responses = api.operation(TOKEN_PATH, 'post').responses;
 
     // Assess
-    const statuses = new Set(['200', ...Object.values(ERROR_STATUS).map(String), ...Object.keys(GATEWAY_ANSWERS)]);
+    const statuses = new Set(['200', ...Object.values(CONTRACT_ERROR_STATUS).map(String), ...Object.keys(GATEWAY_ANSWERS)]);
     expect(Object.keys(responses).sort()).toEqual([...statuses].sort());
-    for (const [code, status] of Object.entries(ERROR_STATUS) as [ErrorCode, number][]) {
+    for (const [code, status] of Object.entries(CONTRACT_ERROR_STATUS) as [ContractErrorCode, number][]) {
       const schema = functionErrorSchema(documentedResponse(status), code);
       const fixedDescription = status === 401 ? [{ keyword: 'const', instancePath: '/description' }] : [];
       expect({

@@ -8,7 +8,7 @@ import { loadConfig } from '../lambda/config';
 import { AddressNotAllowedError, agentFor, destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import type { Observability, RequestRecord } from '../lambda/observability';
-import { type AddressPermit, PUBLIC_ONLY, parseAllowlist } from '../lambda/policy/token-url-policy';
+import { type AddressPermit, checkTokenUrl, parseAllowlist } from '../lambda/policy/token-url-policy';
 import {
   allowlistLookalikePayloads,
   atPort,
@@ -20,6 +20,9 @@ import {
 } from './support/ssrf-payloads';
 import { DEMO_TOKEN, startTokenServer, type TokenServer } from './support/token-server';
 import { isJailLoopback, lockNetwork, type NetworkJail, startTrapListeners, type TrapListeners } from './support/trap-listeners';
+
+// The permit of any public token URL outside an allowlist: public unicast addresses only.
+const PUBLIC_ONLY = checkTokenUrl('https://idp.example.com/token', []).permit;
 
 const SECRET = 'guard-test-client-secret';
 const STANDARD_ALLOWLIST = 'https://login.example.com,https://*.auth0.com';

@@ -1,18 +1,15 @@
 import { loadConfig } from '../lambda/config';
-import { ADDRESS_NOT_ALLOWED_DESCRIPTION, ExchangeError } from '../lambda/errors';
+import { ExchangeError } from '../lambda/errors';
 import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
-import {
-  addressNotAllowed,
-  type AllowlistEntry,
-  checkTokenUrl,
-  PUBLIC_ONLY,
-  parseAllowlist,
-  type TokenTarget,
-} from '../lambda/policy/token-url-policy';
+import { addressNotAllowed, type AllowlistEntry, checkTokenUrl, parseAllowlist, type TokenTarget } from '../lambda/policy/token-url-policy';
+import { ADDRESS_NOT_ALLOWED_DESCRIPTION } from './support/contract';
 import { bodyOf, recordingObservability, tokenEvent } from './support/events';
 import { REFUSED, type Refusal } from './support/ssrf-payloads';
 import { DEMO_TOKEN, startTokenServer, type TokenServer } from './support/token-server';
+
+// The permit of any public token URL outside an allowlist: public unicast addresses only.
+const PUBLIC_ONLY = checkTokenUrl('https://idp.example.com/token', []).permit;
 
 /** The policy's answer for one URL: `accepted`, or the refusal as the caller would see it. */
 function decide(url: string, allowlist: string | readonly AllowlistEntry[] = []): 'accepted' | Refusal {

@@ -13,7 +13,7 @@ export interface AddressPermit {
 }
 
 /** The default: only globally routable unicast addresses. */
-export const PUBLIC_ONLY: AddressPermit = { key: 'public', allows: isPublicUnicast };
+const PUBLIC_ONLY: AddressPermit = { key: 'public', allows: isPublicUnicast };
 
 /** One parsed `TOKEN_URL_ALLOWLIST` entry. */
 export interface AllowlistEntry {

@@ -74,7 +74,7 @@ export type ClientAuthentication =
       readonly basicCredentialsEncoding?: never;
     };
 
-export const MAX_BODY_BYTES = 64 * 1024;
+const MAX_BODY_BYTES = 64 * 1024;
 
 const PRINTABLE_ASCII = /^[\x20-\x7E]*$/;
 // RFC 6749 A.10: grant-name = 1*name-char, or an absolute URI (RFC 3986 characters only).
@@ -87,7 +87,7 @@ const RESOURCE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?
 const AUTH_METHODS: readonly AuthMethod[] = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'];
 const BASIC_ENCODINGS: readonly BasicCredentialsEncoding[] = ['form', 'raw'];
 /** Every field of a token request, in the contract's order. */
-export const REQUEST_FIELDS = [
+const REQUEST_FIELDS = [
   'client_id',
   'client_secret',
   'access_token_url',

@@ -2,6 +2,7 @@ import { type IncomingMessage, request as sendRequest } from 'node:http';
 import { ExchangeError, tokenUrlNotAllowed, UPSTREAM_ERROR_DESCRIPTION, UPSTREAM_TIMEOUT_DESCRIPTION } from '../errors';
 import { AddressNotAllowedError, agentFor } from './guarded-agents';
 import type { SecretMethod } from '../request/token-request';
+import { metadataUrls } from './well-known';
 import { type AddressPermit, addressNotAllowed, type AllowlistEntry, checkTokenUrl, type TokenTarget } from '../policy/token-url-policy';
 
 /** What an issuer's metadata gives a token request: where to post, and the method for a request that names none. */
@@ -48,10 +49,10 @@ export interface KeepingPolicy {
  * that. Five hundred issuers, least recently used out first: a few hundred bytes each, so at most a
  * few hundred KB, and far more IdPs than one deployment serves.
  */
-export const DEFAULT_KEEPING: KeepingPolicy = { ttlMs: 10 * 60_000, maxIssuers: 500 };
+const DEFAULT_KEEPING: KeepingPolicy = { ttlMs: 10 * 60_000, maxIssuers: 500 };
 
 /** Real documents are 1 to 10 KiB; anything past this is not metadata worth reading. */
-export const MAX_METADATA_BYTES = 64 * 1024;
+const MAX_METADATA_BYTES = 64 * 1024;
 
 /** RFC 8414 2: the metadata's method list, in the contract's order of preference. */
 const SECRET_METHODS: readonly SecretMethod[] = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt'];
@@ -184,19 +185,6 @@ export class IssuerMetadata {
     }
     return { url: endpoint, target: endpointTarget, authMethod: methodFromList(methods) };
   }
-}
-
-/**
- * The two well-known addresses of an issuer's metadata, in the order they are tried: OpenID Connect
- * Discovery 1.0 4 (appended to the issuer, less a trailing `/`), then RFC 8414 3.1 (inserted
- * between the host and the path, less a trailing `/`).
- */
-export function metadataUrls(issuer: URL): [URL, URL] {
-  const path = issuer.pathname.replace(/\/$/, '');
-  return [
-    new URL(`${issuer.origin}${path}/.well-known/openid-configuration`),
-    new URL(`${issuer.origin}/.well-known/oauth-authorization-server${path}`),
-  ];
 }
 
 /** RFC 8414 2: the first secret method `token_endpoint_auth_methods_supported` names, or `client_secret_basic`. */

@@ -83,8 +83,9 @@ class RawAnswerClientCredentials extends ClientCredentialsGrantType {
 /**
  * Run the client-credentials exchange (RFC 6749 4.4) against the target the policy accepted, and
  * return the IdP's token object. Every failure is an {@link ExchangeError} classified by what the
- * IdP really did: a 4xx is `unauthorized`; a 3xx, 5xx, unusable or oversized answer, or no
- * connection is `upstream_error`; no complete answer in time is `upstream_timeout`.
+ * IdP really did: a 429, or a 503 with `Retry-After`, is `upstream_throttled`; any other 4xx is
+ * `unauthorized`; a 3xx, 5xx, unusable or oversized answer, or no connection is `upstream_error`;
+ * no complete answer in time is `upstream_timeout`.
  */
 export async function exchangeToken(
   request: TokenRequest,

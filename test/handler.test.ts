@@ -548,6 +548,8 @@ describe('503 upstream_throttled', () => {
     ['0 s', '0', '1'],
     ['a date in the past', 'Thu, 01 Jan 1970 00:00:00 GMT', '1'],
     ['not a number or a date', 'soon', '1'],
+    ['digits then text', '12abc', '1'],
+    ['text then digits', 'abc12', '1'],
   ])('holds a Retry-After of %s between 1 and 60 s', async (_case, value, seconds) => {
     expect((await throttled(429, { 'retry-after': value }))?.['retry-after']).toBe(seconds);
   });
@@ -581,6 +583,11 @@ describe('502 upstream_error', () => {
 
   it('when the IdP answers 503 with a JSON error and no Retry-After', async () => {
     idp.server.answer(json(503, { error: 'temporarily_unavailable' }));
+    await expectUpstreamError();
+  });
+
+  it('when the IdP answers 500 with Retry-After: only a 429 or a 503 asks to wait', async () => {
+    idp.server.answer(json(500, { error: 'server_error' }, { 'retry-after': '5' }));
     await expectUpstreamError();
   });
 

@@ -176,7 +176,8 @@ const upstreamError = (): ExchangeError => upstreamFailure('upstream_error');
  * (rounded up), or 1 when there is no usable value. The caller holds it between 1 and 60.
  */
 export function retryAfterSeconds(value: string | undefined, now: number): number {
-  const text = (value ?? '').trim();
+  // Node has trimmed the header's value; an absent one ("undefined") reads as neither form.
+  const text = String(value);
   if (/^\d+$/.test(text)) return Number(text);
   const date = Date.parse(text);
   return Number.isNaN(date) ? 1 : Math.ceil((date - now) / 1000);

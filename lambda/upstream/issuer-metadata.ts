@@ -204,6 +204,7 @@ interface Answer {
 /** Why a metadata request was given up before its answer was complete. */
 class TooLarge extends Error {}
 class Expired extends Error {}
+class CutShort extends Error {}
 
 /**
  * GET one metadata document through the guarded agent of the issuer's permit (the address guard at
@@ -246,7 +247,7 @@ function getDocument(url: URL, permit: AddressPermit, deadline: number): Promise
       });
       response.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString('utf8') }));
       // A body cut short ends in 'close' without 'end'.
-      response.on('close', () => reject(new Error('the metadata answer was cut short')));
+      response.on('close', () => reject(new CutShort()));
     });
     request.end();
   });

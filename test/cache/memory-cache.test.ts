@@ -482,6 +482,7 @@ describe('TOKEN_CACHE=memory: cache-control: no-cache', () => {
     expect([fresh.headers?.['x-token-cache'], bodyOf(fresh).access_token]).toEqual(['miss', 'issued-2']);
     expect(bodyOf(next).access_token).toBe('issued-2');
     expect(records[1]).toMatchObject({ no_cache: true });
+    expect([records[0], records[2]].map((record) => record && 'no_cache' in record)).toEqual([false, false]);
   });
 
   it('answers with a token the IdP issued at most 5 s before the request', async () => {

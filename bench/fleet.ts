@@ -178,12 +178,8 @@ async function lifetimes(fleet: Fleet): Promise<string> {
     }
   }
   const [most, target] = [Math.max(...shared), TARGETS.perKeyPerLifetime];
-  fleet.bench.verdict(
-    'Fleet: IdP requests per key per lifetime, `shared`, K up to 32',
-    most.toFixed(2),
-    `at most ${target}`,
-    most <= target,
-  );
+  const label = 'Fleet: IdP token requests per key per lifetime, `shared`, K up to 32';
+  fleet.bench.verdict(label, most.toFixed(2), `at most ${target}`, most <= target);
   const head = ['K', 'mode', 'requests', 'IdP requests', 'per key per lifetime', 'answered by', 'CacheErrors'];
   return `### Token lifetimes\n\nA caller every ${LIFE.everyMs}/K ms, ${count} keys, ${times} lifetimes of 4 s; every answer a 200:\n\n${table(head, rows)}`;
 }

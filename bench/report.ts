@@ -1,60 +1,34 @@
-// What the runner and the fleet share: measured processes, the request they send, the figures' markdown.
+// What the runner and the scenarios share: the measured processes, the request they send, the figures' markdown.
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import type { Readable } from 'node:stream';
+import { text } from 'node:stream/consumers';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { toApiGatewayEvent } from '../local/api-gateway-event';
-import type { ColdResult } from './worker';
 
 /** What every token server of the bench answers; every measured call must come back with it. */
 export const BENCH_TOKEN = 'bench-access-token';
-/**
- * What a scenario is given: the measured processes' Node; the run's directory (under node_modules, so that the
- * bundle's external `@aws-sdk/*` resolves there as in Lambda to the runtime's copy) and what is built in it; the
- * workers' environment and token URL (the HTTPS token server); the targets table (`pass` undefined: reported).
- */
+/** The workers' Node, directory, code, environment and token URL; the targets table (with no `pass`, a figure has no target). */
 export type Bench = Record<'node' | 'dir' | 'bundlePath' | 'workerPath' | 'tokenUrl', string> & {
   readonly env: Record<string, string>;
   readonly verdict: (measure: string, measured: string, target: string, pass?: boolean) => void;
+  readonly atMost: (measure: string, measured: string, value: number, limit: number, unit?: string) => void;
 };
-
-/** Run `node args` in a fresh process with exactly `env`; its result comes back as JSON on fd 3. */
-export function runNode(node: string, args: string[], env: Record<string, string>): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(node, args, { env, stdio: ['ignore', 'ignore', 'pipe', 'pipe'], timeout: 120_000 });
-    let [result, errors] = ['', ''];
-    child.stdio[3]?.on('data', (chunk: Buffer) => (result += chunk.toString('utf8')));
-    child.stderr?.on('data', (chunk: Buffer) => (errors += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code, signal) =>
-      code === 0 ? resolve(JSON.parse(result)) : reject(new Error(`worker: ${code ?? signal} ${errors}`)),
-    );
-  });
+/** Run the worker in a fresh process with exactly the bench's `env` and `extra`; its result comes back as JSON on fd 3. */
+export async function runWorker(bench: Bench, extra: Record<string, string>): Promise<unknown> {
+  const env = { ...bench.env, ...extra };
+  const child = spawn(bench.node, [bench.workerPath], { env, stdio: ['ignore', 'ignore', 'pipe', 'pipe'], timeout: 120_000 });
+  const [out, err] = [text(child.stdio[3] as Readable), text(child.stderr as Readable)];
+  const [code, signal] = (await once(child, 'close')) as [number | null, string | null];
+  if (code !== 0) throw new Error(`worker: ${code ?? signal} ${await err}`);
+  return JSON.parse(await out);
 }
-
-/** `rounds` cold starts of each variant (a round's worker environment) in rotating order, after an unrecorded round that fills the file cache. */
-export async function coldStarts(bench: Bench, variants: ((round: number) => Record<string, string>)[], rounds: number) {
-  const results = variants.map(() => [] as ColdResult[]);
-  for (let round = -1; round < rounds; round++) {
-    for (let offset = 0; offset < variants.length; offset++) {
-      const index = (round + 1 + offset) % variants.length;
-      const result = (await runNode(bench.node, [bench.workerPath], { ...variants[index]?.(round), BENCH_MODE: 'cold' })) as ColdResult;
-      if (round >= 0) results[index]?.push(result);
-    }
-  }
-  return results;
-}
-
 /** A token request with a JSON body as API Gateway hands it to the function (payload 2.0), built as `npm start` builds one. */
-export const tokenEvent = (body: Record<string, string>): APIGatewayProxyEventV2 =>
-  toApiGatewayEvent(
-    {
-      method: 'POST',
-      target: '/v1/oauth/token',
-      rawHeaders: ['content-type', 'application/json'],
-      body: Buffer.from(JSON.stringify(body)),
-    },
-    { routeKey: 'POST /v1/oauth/token', requestId: 'bench' },
-  );
-
+export function tokenEvent(body: Record<string, string>): APIGatewayProxyEventV2 {
+  const request = { method: 'POST', target: '/v1/oauth/token', rawHeaders: ['content-type', 'application/json'] };
+  const gateway = { routeKey: 'POST /v1/oauth/token', requestId: 'bench' };
+  return toApiGatewayEvent({ ...request, body: Buffer.from(JSON.stringify(body)) }, gateway);
+}
 /** Nearest-rank percentiles: each figure is a time really observed. */
 export function summarize(samples: readonly number[] = []) {
   if (samples.length === 0) throw new Error('no samples');
@@ -64,9 +38,13 @@ export function summarize(samples: readonly number[] = []) {
 }
 
 export const ms = (value: number): string => value.toFixed(value < 1 ? 3 : value < 10 ? 2 : 1);
-/** `a / b`, with both in milliseconds. */
 export const ratio = (a: number, b: number): string => `${(a / b).toFixed(2)}x (${ms(a)} / ${ms(b)} ms)`;
 export const row = (...cells: (string | number)[]): string => `| ${cells.join(' | ')} |`;
-/** A markdown table; every column after the first right-aligned when `numeric`. */
 export const table = (head: string[], rows: string[], numeric = true): string =>
   [row(...head), row(...head.map((_, i) => (i > 0 && numeric ? '---:' : '---'))), ...rows].join('\n');
+export const section = (heading: string, what: string, head: string[], rows: string[]) => `${heading}\n\n${what}:\n\n${table(head, rows)}`;
+export function tally(values: string[]): string {
+  const counted = new Map<string, number>();
+  for (const value of values) counted.set(value, (counted.get(value) ?? 0) + 1);
+  return [...counted].map(([name, count]) => `${count} ${name}`).join(', ') || 'none';
+}

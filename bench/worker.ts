@@ -1,6 +1,5 @@
-// A measured process, run as plain JavaScript. BENCH_MODE=warm: the subjects of BENCH_SUBJECTS timed call by call
-// after a warm-up; BENCH_MODE=cold: one first call, nothing loaded before the clock reads below. The handler is
-// invoked as the Lambda runtime invokes it; the baselines send BENCH_EVENT's request as simple-oauth2 does.
+// A measured process, bundled to plain JavaScript: BENCH_MODE=warm times BENCH_SUBJECTS call by call, cold one first call.
+import { once } from 'node:events';
 import { writeSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import type * as Https from 'node:https';
@@ -8,12 +7,12 @@ import { localLambdaContext } from '../local/lambda-context';
 
 // performance.now() counts from the start of this process: this is Node's own start-up.
 const bootMs = performance.now();
-
-/** Milliseconds per call by subject, and the process's memory after its measured rounds. */
 export type WarmResult = { samples: Record<string, number[]>; rssBytes: number; heapUsedBytes: number };
-/** Milliseconds from process start to this script, to load the code (of which each AWS SDK client), to the first answer, in all. */
-export type ColdResult = { bootMs: number; loadMs: number; sdkMs: Record<string, number>; firstMs: number; totalMs: number };
+/** Milliseconds since process start, or of one phase; `pepper`: when its GetSecretValue, started as the bundle loads, began and ended. */
+export type ColdResult = Record<'bootMs' | 'loadMs' | 'firstMs' | 'totalMs', number> & { sdkMs: Record<string, number>; pepper?: number[] };
+/** One call of a subject; one that resolves to `false` took another path than the one it stands for, and is left out. */
 type Call = () => Promise<unknown>;
+type Send = (...args: unknown[]) => Promise<unknown>;
 const env = (name: string): string => process.env[name] ?? '';
 
 // A timing of a failed call would be worthless: every call must have produced the token, from the cache expected.
@@ -21,8 +20,7 @@ function expectAnswer(body = 'null', status?: number, cache?: unknown, expected 
   const token = (JSON.parse(body) as { access_token?: unknown } | null)?.access_token;
   if (status !== 200 || token !== env('BENCH_TOKEN') || cache !== expected) throw new Error(`answered ${status}, cache ${String(cache)}`);
 }
-
-/** A subject's calls, made ready: its code loaded; for `cache` (TOKEN_CACHE=on) a miss made, so that every call is a hit. */
+// A subject made ready: its code loaded; for `cache` (TOKEN_CACHE=on) a miss made, so that every call is a hit.
 async function subject(name: string): Promise<Call> {
   const event = JSON.parse(env('BENCH_EVENT')) as { body: string };
   if (name === 'handler' || name === 'cache') {
@@ -35,31 +33,20 @@ async function subject(name: string): Promise<Call> {
     };
     return name === 'handler' ? call(env('BENCH_EXPECT_CACHE')) : call('miss')().then(() => call('hit'));
   }
+  // The baselines: the request simple-oauth2 sends, with `fetch` (the target's) or node:https with a keep-alive Agent.
   const { client_id: id, client_secret: secret, access_token_url: url = '' } = JSON.parse(event.body) as Record<string, string>;
   const [body, authorization] = ['grant_type=client_credentials', `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`];
   const [accept, type, agent] = ['application/json', 'application/x-www-form-urlencoded', 'token-exchange-service'];
   const headers = { authorization, accept, 'content-type': type, 'user-agent': agent };
-  // The target's baseline: `fetch`, whose global dispatcher keeps connections alive.
   if (name === 'fetch') return async () => expectAnswer(await fetch(url, { method: 'POST', headers, body }).then((r) => r.text()), 200);
-  // The reference: node:https with one keep-alive Agent, the answer read and parsed.
   const https = require('node:https') as typeof Https;
-  const { hostname, port, pathname: path } = new URL(url);
-  const options = { hostname, port, path, method: 'POST', agent: new https.Agent({ keepAlive: true }), headers };
+  const options = { method: 'POST', agent: new https.Agent({ keepAlive: true }), headers };
   return async () => {
-    const response = await new Promise<IncomingMessage>(
-      (resolve, reject) => void https.request(options, resolve).on('error', reject).end(body),
-    );
-    const chunks: Buffer[] = [];
-    for await (const chunk of response) chunks.push(chunk as Buffer);
-    expectAnswer(Buffer.concat(chunks).toString('utf8'), response.statusCode);
+    const [response] = (await once(https.request(url, options).end(body), 'response')) as [IncomingMessage];
+    expectAnswer(Buffer.concat(await response.toArray()).toString('utf8'), response.statusCode);
   };
 }
-
-/**
- * Each round calls every subject once, in an order shuffled afresh (seeded, so runs are alike): drift, GC and
- * whichever call came before fall on all alike. An untimed turn of the event loop between calls keeps work a
- * call leaves behind out of the next call's time, as the Lambda runtime answers before that work runs.
- */
+/** Rounds of one call of each subject, in a seeded shuffle so that drift and GC fall on all alike and runs are alike. */
 export async function measure(subjects: Record<string, Call>, rounds: number): Promise<Record<string, number[]>> {
   const samples: Record<string, number[]> = Object.fromEntries(Object.keys(subjects).map((name) => [name, []]));
   let seed = 0x5eed; // Park-Miller: small, exact in doubles, and the same order on every run
@@ -67,8 +54,8 @@ export async function measure(subjects: Record<string, Call>, rounds: number): P
     const order = Object.keys(subjects).map((name) => ({ name, key: (seed = (seed * 16807) % 2147483647) }));
     for (const { name } of order.sort((a, b) => a.key - b.key)) {
       const started = performance.now();
-      await subjects[name]?.();
-      samples[name]?.push(performance.now() - started);
+      if ((await subjects[name]?.()) !== false) samples[name]?.push(performance.now() - started);
+      // Work a call leaves behind runs untimed, as the Lambda runtime answers before it runs.
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
@@ -84,34 +71,33 @@ async function warm(): Promise<WarmResult> {
 }
 
 async function cold(): Promise<ColdResult> {
-  // Time the first require() of each SDK client the bundle loads: the shared tier's, and the pepper's.
+  // Time the first require() of each SDK client the bundle loads, and the one call of the pepper's client.
   const [sdkMs, loader] = [{} as Record<string, number>, require('node:module') as { _load: (...args: unknown[]) => unknown }];
-  const load = loader._load;
-  loader._load = function (this: unknown, request, ...rest) {
+  const [load, loadStarted] = [loader._load, performance.now()];
+  let pepper: number[] | undefined;
+  loader._load = function (this: unknown, request: unknown, ...rest: unknown[]) {
     const started = performance.now();
-    const loaded = load.call(this, request, ...rest);
-    if (typeof request === 'string' && request.startsWith('@aws-sdk/client-')) sdkMs[request] ??= performance.now() - started;
+    const loaded = load.call(this, request, ...rest) as { SecretsManagerClient?: { prototype: { send: Send } } };
+    if (typeof request !== 'string' || !request.startsWith('@aws-sdk/client-') || request in sdkMs) return loaded;
+    sdkMs[request] = performance.now() - started;
+    const [client, send] = [loaded.SecretsManagerClient?.prototype, loaded.SecretsManagerClient?.prototype.send];
+    if (client && send)
+      client.send = function (...args) {
+        const sentAt = performance.now();
+        return send.apply(this, args).finally(() => (pepper ??= [sentAt, performance.now()]));
+      };
     return loaded;
   };
-  const loadStarted = performance.now();
-  const call = await subject(env('BENCH_SUBJECT'));
-  const loaded = performance.now();
-  await call();
-  const done = performance.now();
-  return { bootMs, loadMs: loaded - loadStarted, sdkMs, firstMs: done - loaded, totalMs: done };
+  const [call, loaded] = [await subject(env('BENCH_SUBJECT')), performance.now()];
+  const done = await call().then(() => performance.now());
+  return { bootMs, loadMs: loaded - loadStarted, sdkMs, firstMs: done - loaded, totalMs: done, pepper };
 }
-
-// The result goes to fd 3 (stdout carries the handler's logs); the process ends at once, as kept-alive sockets
-// would hold it open. A failure says why, never with a response body: it could hold a token.
+// The result goes to fd 3 (stdout carries the handler's logs); the process ends at once, as kept-alive sockets would hold it
+// open. A failure says why, never with a response body: it could hold a token.
 if (require.main === module) {
-  (env('BENCH_MODE') === 'cold' ? cold() : warm()).then(
-    (result) => {
-      writeSync(3, JSON.stringify(result));
-      process.exit(0);
-    },
-    (error: unknown) => {
-      process.stderr.write(`bench worker failed: ${error instanceof Error ? error.message : String(error)}\n`);
-      process.exit(1);
-    },
-  );
+  const done = (result: unknown) => (writeSync(3, JSON.stringify(result)), process.exit(0));
+  (env('BENCH_MODE') === 'cold' ? cold() : warm()).then(done, (error: unknown) => {
+    process.stderr.write(`bench worker failed: ${String((error as Error)?.message ?? error)}\n`);
+    process.exit(1);
+  });
 }

@@ -29,9 +29,9 @@ export default tseslint.config(
     },
   },
   {
-    // Tests load modules without types (simple-oauth2's internals, joi), and bench workers the
-    // bundle under measurement, with require.
-    files: ['test/**/*.ts', 'test/support/*.js', 'bench/workers/*.ts', 'jest.config.js', 'jest.mutation.config.js'],
+    // Tests load modules without types (simple-oauth2's internals, joi), and the bench the code
+    // under measurement, with require.
+    files: ['test/**/*.ts', 'test/support/*.js', 'bench/*.ts', 'jest.config.js', 'jest.mutation.config.js'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );

@@ -1,41 +1,50 @@
-// Shared by the runner and the fleet scenario: running a measured process, the figures' arithmetic
-// and their markdown.
+// What the runner and the scenarios share: the measured processes, the request they send, the figures' markdown.
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import type { Readable } from 'node:stream';
+import { text } from 'node:stream/consumers';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { toApiGatewayEvent } from '../local/api-gateway-event';
 
-/** Run `node args` in a fresh process with exactly `env`; its result comes back as JSON on fd 3. */
-export function runNode(node: string, args: string[], env: Record<string, string>): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(node, args, { env, stdio: ['ignore', 'ignore', 'pipe', 'pipe'], timeout: 120_000 });
-    let result = '';
-    let errors = '';
-    child.stdio[3]?.on('data', (chunk: Buffer) => (result += chunk.toString('utf8')));
-    child.stderr?.on('data', (chunk: Buffer) => (errors += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code, signal) =>
-      code === 0
-        ? resolve(JSON.parse(result))
-        : reject(new Error(`${args.join(' ').slice(0, 80)} ended with ${code ?? signal}: ${errors.trim()}`)),
-    );
-  });
+/** What every token server of the bench answers; every measured call must come back with it. */
+export const BENCH_TOKEN = 'bench-access-token';
+/** The workers' Node, directory, code, environment and token URL; the targets table (with no `pass`, a figure has no target). */
+export type Bench = Record<'node' | 'dir' | 'bundlePath' | 'workerPath' | 'tokenUrl', string> & {
+  readonly env: Record<string, string>;
+  readonly verdict: (measure: string, measured: string, target: string, pass?: boolean) => void;
+  readonly atMost: (measure: string, measured: string, value: number, limit: number, unit?: string) => void;
+};
+/** Run the worker in a fresh process with exactly the bench's `env` and `extra`; its result comes back as JSON on fd 3. */
+export async function runWorker(bench: Bench, extra: Record<string, string>): Promise<unknown> {
+  const env = { ...bench.env, ...extra };
+  const child = spawn(bench.node, [bench.workerPath], { env, stdio: ['ignore', 'ignore', 'pipe', 'pipe'], timeout: 120_000 });
+  const [out, err] = [text(child.stdio[3] as Readable), text(child.stderr as Readable)];
+  const [code, signal] = (await once(child, 'close')) as [number | null, string | null];
+  if (code !== 0) throw new Error(`worker: ${code ?? signal} ${await err}`);
+  return JSON.parse(await out);
 }
-
-export interface Summary {
-  n: number;
-  p50: number;
-  p95: number;
-  p99: number;
+/** A token request with a JSON body as API Gateway hands it to the function (payload 2.0), built as `npm start` builds one. */
+export function tokenEvent(body: Record<string, string>): APIGatewayProxyEventV2 {
+  const request = { method: 'POST', target: '/v1/oauth/token', rawHeaders: ['content-type', 'application/json'] };
+  const gateway = { routeKey: 'POST /v1/oauth/token', requestId: 'bench' };
+  return toApiGatewayEvent({ ...request, body: Buffer.from(JSON.stringify(body)) }, gateway);
 }
-
 /** Nearest-rank percentiles: each figure is a time really observed. */
-export function summarize(samples: readonly number[] = []): Summary {
+export function summarize(samples: readonly number[] = []) {
   if (samples.length === 0) throw new Error('no samples');
   const sorted = [...samples].sort((a, b) => a - b);
   const rank = (p: number): number => sorted[Math.ceil(p * sorted.length) - 1] as number;
-  return { n: sorted.length, p50: rank(0.5), p95: rank(0.95), p99: rank(0.99) };
+  return { n: sorted.length, p50: rank(0.5), p95: rank(0.95), p99: rank(0.99), max: rank(1) };
 }
 
 export const ms = (value: number): string => value.toFixed(value < 1 ? 3 : value < 10 ? 2 : 1);
+export const ratio = (a: number, b: number): string => `${(a / b).toFixed(2)}x (${ms(a)} / ${ms(b)} ms)`;
 export const row = (...cells: (string | number)[]): string => `| ${cells.join(' | ')} |`;
-/** A markdown table; every column after the first right-aligned when `numeric`. */
 export const table = (head: string[], rows: string[], numeric = true): string =>
   [row(...head), row(...head.map((_, i) => (i > 0 && numeric ? '---:' : '---'))), ...rows].join('\n');
+export const section = (heading: string, what: string, head: string[], rows: string[]) => `${heading}\n\n${what}:\n\n${table(head, rows)}`;
+export function tally(values: string[]): string {
+  const counted = new Map<string, number>();
+  for (const value of values) counted.set(value, (counted.get(value) ?? 0) + 1);
+  return [...counted].map(([name, count]) => `${count} ${name}`).join(', ') || 'none';
+}

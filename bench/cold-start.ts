@@ -1,0 +1,57 @@
+// Cold starts of the deployed bundle with each cache, and of the node:https baseline; `shared` uses the fleet's services.
+import { type Bench, ms, row, runWorker, section, summarize, tokenEvent } from './report';
+import type { ColdResult } from './worker';
+
+const [ROUNDS, TARGET_MS] = [30, 75];
+// One column each: TOKEN_CACHE, a new key each round or the one kept in the table, the `x-token-cache` expected.
+const KINDS = [
+  { name: 'Bundle', mode: 'off', fresh: false, cache: '' },
+  { name: 'Baseline', mode: 'off', fresh: false, cache: '', subject: 'https' },
+  { name: '`memory`', mode: 'memory', fresh: true, cache: '' },
+  { name: '`shared`, not in the table', mode: 'shared', fresh: true, cache: 'miss' },
+  { name: '`shared`, table hit', mode: 'shared', fresh: false, cache: 'hit' },
+];
+type Figure = (result: ColdResult) => number;
+const pepperLoad: Figure = ({ pepper: [from = 0, to = 0] = [] }) => to - from;
+// The first request starts once the bundle is loaded; from then until the pepper is there, it waits for it.
+const pepperWait: Figure = ({ pepper: [, to = 0] = [], totalMs, firstMs }) => Math.max(0, to - (totalMs - firstMs));
+const PHASES: [string, Figure][] = [
+  ["Node's start-up: process start to the script", (result) => result.bootMs],
+  ['`require()` of the bundle (baseline: of `node:https`)', (result) => result.loadMs],
+  ['of which `@aws-sdk/client-dynamodb`', (result) => result.sdkMs['@aws-sdk/client-dynamodb'] ?? 0],
+  ["of which `@aws-sdk/client-secrets-manager`, the pepper's", (result) => result.sdkMs['@aws-sdk/client-secrets-manager'] ?? 0],
+  ["The pepper's `GetSecretValue`, started as the bundle loads", pepperLoad],
+  ['First exchange (a table hit: the pepper awaited, one read)', (result) => result.firstMs],
+  ['of which waiting for the pepper', pepperWait],
+  ['**Process start to first answer**', (result) => result.totalMs],
+];
+
+export async function coldStart(bench: Bench, servicesEnv: Record<string, string>): Promise<string> {
+  const start = async (kind: (typeof KINDS)[number], round: number) => {
+    const [key, expect] = [kind.fresh ? `cold-${round}` : 'cold-kept', round < 0 ? '' : kind.cache];
+    const event = JSON.stringify(tokenEvent({ client_id: key, client_secret: 's', access_token_url: bench.tokenUrl }));
+    const subject = { BENCH_MODE: 'cold', BENCH_SUBJECT: kind.subject ?? 'handler', BENCH_EXPECT_CACHE: expect, BENCH_EVENT: event };
+    return (await runWorker(bench, { ...servicesEnv, ...subject, TOKEN_CACHE: kind.mode })) as ColdResult;
+  };
+  // The kinds take turns in rotating order, after an unrecorded round that fills the file cache and the table.
+  const runs = KINDS.map(() => [] as ColdResult[]);
+  for (let round = -1; round < ROUNDS; round++)
+    for (let turn = 0; turn < KINDS.length; turn++) {
+      const index = (round + 1 + turn) % KINDS.length;
+      const result = await start(KINDS[index] as (typeof KINDS)[number], round);
+      if (round >= 0) runs[index]?.push(result);
+    }
+  const [bundle, https, memory, , hit] = runs.map((results) => summarize(results.map((result) => result.totalMs)));
+  if (!bundle || !https || !memory || !hit) throw new Error('missing cold starts');
+  const measured = (s: typeof bundle) => `${ms(s.p50)} ms (p95 ${ms(s.p95)} ms)`;
+  bench.atMost('Cold start: process start to first exchange done, p50', measured(bundle), bundle.p50, TARGET_MS, ' ms');
+  // The machine's own floor for the absolute target: no code can start faster than this.
+  bench.verdict('Cold start of the baseline (`node:https` only), p50', measured(https), 'reported');
+  const pepper = (figure: Figure) => ms(summarize(runs[4]?.map(figure)).p50);
+  const shared = `${measured(hit)}; \`memory\`: ${measured(memory)}; the pepper: ${pepper(pepperLoad)} ms to load, ${pepper(pepperWait)} ms awaited`;
+  bench.verdict('Cold start to the first answer with `shared` (the pepper, a table hit), p50', shared, 'reported');
+  const cells = (figure: Figure) => runs.map((results) => summarize(results.map(figure))).flatMap((s) => [ms(s.p50), ms(s.p95)]);
+  const what = `${ROUNDS} fresh processes of each kind, rotating, each first exchange on a new TLS connection. Milliseconds`;
+  const rows = PHASES.map(([label, figure]) => row(label, ...cells(figure)));
+  return section('## Cold start', what, ['Phase', ...KINDS.flatMap(({ name }) => [`${name} p50`, 'p95'])], rows);
+}

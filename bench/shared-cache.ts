@@ -1,0 +1,139 @@
+// The shared token cache on a fleet (bench/fleet.ts); docs/BENCHMARKS.md says what each scenario shows and why.
+import { type AttributeValue, DynamoDBClient, GetItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { type Phase, phaseOf } from '../lambda/cache/lifetime';
+import { callLimitFor } from '../lambda/cache/shared-tier';
+import { TABLE_SCHEMA } from '../lambda/cache/table-schema';
+import { type Fleet, type Instance, TABLE } from './fleet';
+import { BENCH_TOKEN, ms, ratio, row, section, summarize, tally } from './report';
+import { measure } from './worker';
+
+// `expires_in` 34 s is kept 4 s. A caller every 60/K ms: a K-th of what an instance answers with TOKEN_CACHE=off.
+const LIFE = { sizes: [1, 8, 32], modes: ['off', 'memory', 'shared'] as const, keys: 4, expiresIn: 34, lifetimes: 3, everyMs: 60 };
+const [LATENCY_WARMUP, LATENCY_ROUNDS] = [200, 1000];
+// Hits: callers from 0.5 s (every instance has read the table) to 2 s; the span: from 2 s on, the token turning at 3 s.
+// `expires_in` 3600 has a refresh window; 35 has none and goes stale at 5 s.
+const HOT = { size: 8, idpDelayMs: 300, everyMs: 1, hitsFromMs: 500, spanFromMs: 2000, turnMs: 3000, forMs: 6000, tokens: [3600, 35] };
+// Tokens that go stale as the outage begins and expire 30 s into it (`expires_in` 300: a 30 s margin).
+const OUTAGE = { size: 32, keys: 4, everyMs: 2, forMs: 60_000, expiresIn: 300 };
+// UPSTREAM_TIMEOUT_MS of each burst: table call limits of 200, 500 and 1000 ms (callLimitFor).
+const BURST = { size: 8, keys: 20, requests: 400, deadlinesMs: [1000, 2500, 5000] };
+const TARGETS = { perKeyPerLifetime: 1.1, hitOverGetItem: 1.5, hotOverHit: 1.5, outagePerKeyPerS: 1 } as const;
+
+const keyNames = (prefix: string, count: number): string[] => Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
+const sum = (values: number[]): number => values.reduce((total, value) => total + value, 0);
+/** The first age (to 100 ms) at which a token of `expiresIn` seconds is in one of `phases`, as lambda/cache/lifetime.ts has it. */
+function ageAt(expiresIn: number, phases: Phase[]): { ms: number; phase: Phase } {
+  const entry = { token: { access_token: BENCH_TOKEN, expires_in: expiresIn }, receivedAt: 0 };
+  for (let age = 0; ; age += 100) if (phases.includes(phaseOf(entry, age))) return { ms: age, phase: phaseOf(entry, age) };
+}
+/** Each scenario judges its targets and returns its markdown, or nothing when its lines of the targets table say it all. */
+export async function sharedCache(fleet: Fleet): Promise<string> {
+  const sections = ['## Fleet: the shared token cache'];
+  for (const scenario of [lifetimes, hitLatency, hotKey, idpOutage, burst]) sections.push(await scenario(fleet));
+  return sections.filter(Boolean).join('\n\n');
+}
+
+async function lifetimes(fleet: Fleet): Promise<string> {
+  const [rows, shared, { keys: count, lifetimes: times }] = [[] as string[], [] as number[], LIFE];
+  for (const size of LIFE.sizes)
+    for (const mode of LIFE.modes) {
+      fleet.reset({ expiresIn: LIFE.expiresIn });
+      const keys = keyNames(`life-${mode}-${size}`, count);
+      const answers = await fleet.arrivals(fleet.instances(size, mode), keys, LIFE.everyMs / size, times * 4000 - 300, '*');
+      const [idp, errors] = [sum(fleet.idpRequests(keys)), fleet.state.records.filter((record) => record.cache_error).length];
+      if (mode === 'shared') shared.push(idp / count / times);
+      const tiers = tally(fleet.state.records.map((record) => record.cache ?? 'none'));
+      rows.push(row(size, mode, answers.length, idp, (idp / count / times).toFixed(2), tiers, errors));
+    }
+  const most = Math.max(...shared);
+  const label = 'Fleet: IdP token requests per key per lifetime, `shared`, K up to 32';
+  fleet.bench.atMost(label, most.toFixed(2), most, TARGETS.perKeyPerLifetime);
+  const head = ['K', 'mode', 'requests', 'IdP requests', 'per key per lifetime', 'answered by', 'CacheErrors'];
+  const what = `A caller every ${LIFE.everyMs}/K ms, ${count} keys, ${times} lifetimes of 4 s; every answer a 200`;
+  return section('### Token lifetimes', what, head, rows);
+}
+/** A filler fills the table; a reader asks for each key once (a shared hit), interleaved with a bare GetItem (the floor) and others. */
+async function hitLatency(fleet: Fleet): Promise<string> {
+  fleet.reset({ delayMs: 0 });
+  const [off, filler, reader] = [...fleet.instances(1, 'off'), ...fleet.instances(2, 'shared')] as [Instance, Instance, Instance];
+  const kept = keyNames('latency-kept', LATENCY_WARMUP + LATENCY_ROUNDS + 1);
+  for (let from = 0; from < kept.length; from += 20) await Promise.all(kept.slice(from, from + 20).map((key) => fleet.ask(filler, key)));
+  // The bare read fetches an item the filler wrote: a real sealed entry of the same size. The endpoint comes from process.env.
+  const [bare, { name: pk }] = [new DynamoDBClient({ maxAttempts: 2 }), TABLE_SCHEMA.partitionKey];
+  const { Items } = await bare.send(new ScanCommand({ TableName: TABLE, Limit: 1 }));
+  const read = new GetItemCommand({ TableName: TABLE, Key: { [pk]: Items?.[0]?.[pk] as AttributeValue }, ConsistentRead: true });
+  await fleet.ask(reader, kept[0] as string); // the memory hit's key
+  // A call that did not take the path it stands for (a table call past its limit on a busy machine) is left out of n.
+  let [hits, misses, direct] = [0, 0, 0];
+  const call = (instance: Instance, key: () => string, cache: string) => () =>
+    fleet.ask(instance, key()).then((answer) => answer.status === 200 && (cache === '*' || answer.cache === cache));
+  const calls = {
+    'Bare SDK `GetItem` (`ConsistentRead`), the floor': () => bare.send(read),
+    'Handler, shared-tier hit': call(reader, () => kept[++hits] as string, 'hit'),
+    'Handler, memory-tier hit': call(reader, () => kept[0] as string, 'hit'),
+    'Handler, miss with `shared` (read, lease, IdP, write)': call(reader, () => `latency-fresh-${misses++}`, 'miss'),
+    'Handler, `off` (IdP only)': call(off, () => kept[++direct] as string, '*'),
+  };
+  await measure(calls, LATENCY_WARMUP);
+  const samples = Object.entries(await measure(calls, LATENCY_ROUNDS)).map(([label, times]) => [label, summarize(times)] as const);
+  const [getItem = 0, shared = 0] = samples.map(([, s]) => s.p50);
+  const label = 'Fleet: shared-tier hit / bare SDK `GetItem`, same table, p50';
+  fleet.bench.atMost(label, ratio(shared, getItem), shared / getItem, TARGETS.hitOverGetItem, 'x');
+  const rows = samples.map(([label, s]) => row(label, ms(s.p50), ms(s.p99), s.n));
+  const what = `Every call once a round, shuffled, after ${LATENCY_WARMUP} unrecorded rounds; milliseconds`;
+  return section('### Hit latency', what, ['Call', 'p50', 'p99', 'n'], rows);
+}
+/** HOT.size instances answer the callers of one key, whose kept token turns HOT.turnMs in (the fleet's clock moves on so that it does). */
+async function hotKey(fleet: Fleet): Promise<string> {
+  for (const expiresIn of HOT.tokens) {
+    fleet.reset({ delayMs: HOT.idpDelayMs, expiresIn });
+    const [instances, key, turn] = [fleet.instances(HOT.size, 'shared'), `hot-${expiresIn}`, ageAt(expiresIn, ['refresh', 'stale'])];
+    await fleet.ask(instances[0] as Instance, key);
+    fleet.state.shift += turn.ms - HOT.turnMs;
+    const answers = await fleet.arrivals(instances, [key], HOT.everyMs, HOT.forMs, '*');
+    const at = (from: number, to: number) => summarize(answers.slice(from / HOT.everyMs, to / HOT.everyMs).map((answer) => answer.ms));
+    const [hits, span] = [at(HOT.hitsFromMs, HOT.spanFromMs), at(HOT.spanFromMs, HOT.forMs)];
+    // The requests that called the table, and for how long: what a hit of the copy kept in memory never does.
+    const tableMs = fleet.state.records.flatMap((record) => record.cache_table_latency_ms ?? []);
+    const calls = `${fleet.idpRequests([key])} IdP requests, ${tableMs.length} requests called the table (at most ${ms(Math.max(0, ...tableMs))} ms)`;
+    const measured = `${ratio(span.p99, hits.p99)}; p50 ${ms(span.p50)} / ${ms(hits.p50)} ms, max ${ms(span.max)} ms, n ${span.n} / ${hits.n}; ${calls}`;
+    const [label, over] = [`K=${HOT.size}, IdP ${HOT.idpDelayMs} ms, \`expires_in\` ${expiresIn}`, span.p99 / hits.p99];
+    const { atMost, verdict } = fleet.bench;
+    if (turn.phase === 'stale') verdict(`Hot key, no refresh ahead possible (the before), ${label}`, measured, 'reported');
+    else atMost(`Hot key across a refresh ahead, ${label}: p99 of the span / of the hits`, measured, over, TARGETS.hotOverHit, 'x');
+  }
+  return '';
+}
+/** The fleet keeps its tokens; then the IdP answers 500 for OUTAGE.forMs while the callers keep coming. */
+async function idpOutage(fleet: Fleet): Promise<string> {
+  fleet.reset({ expiresIn: OUTAGE.expiresIn });
+  const [instances, keys] = [fleet.instances(OUTAGE.size, 'shared'), keyNames('outage', OUTAGE.keys)];
+  for (const instance of instances) for (const key of keys) await fleet.ask(instance, key, instance === instances[0] ? 'miss' : 'hit');
+  fleet.state.shift += ageAt(OUTAGE.expiresIn, ['stale']).ms;
+  fleet.reset({ failing: true });
+  const [started, answers] = [performance.now(), await fleet.arrivals(instances, keys, OUTAGE.everyMs, OUTAGE.forMs)];
+  const [perKey, s] = [fleet.idpRequests(keys), OUTAGE.forMs / 1000];
+  const seconds = keys.flatMap((key) => (fleet.idp.requests.get(key) ?? []).map((time) => `${key} ${Math.floor((time - started) / 1000)}`));
+  const busiest = Math.max(0, ...seconds.map((second) => seconds.filter((other) => other === second).length));
+  const answered = tally(answers.map((answer) => (answer.status === 200 ? `200 ${answer.cache}` : `${answer.status}`)));
+  const label = `IdP outage (500) of ${s} s, K=${OUTAGE.size}, ${OUTAGE.keys} keys: IdP requests per key per second, the busiest key`;
+  const details = `per key ${perKey.join(', ')}, at most ${busiest} in one second; answers: ${answered}`;
+  const busiestKey = Math.max(...perKey) / s;
+  fleet.bench.atMost(label, `${busiestKey.toFixed(2)} (${details})`, busiestKey, TARGETS.outagePerKeyPerS);
+  return '';
+}
+/** Cold bursts: fresh instances with each deadline (so each table call limit), each asking for every key at once. */
+async function burst(fleet: Fleet): Promise<string> {
+  for (const deadline of BURST.deadlinesMs) {
+    fleet.reset();
+    const keys = keyNames(`burst-${deadline}`, BURST.keys);
+    const instances = fleet.instances(BURST.size, 'shared', { UPSTREAM_TIMEOUT_MS: `${deadline}` });
+    const ask = (i: number) => fleet.ask(instances[i % BURST.size] as Instance, keys[Math.floor(i / BURST.size) % BURST.keys] as string);
+    const answers = tally((await Promise.all(Array.from({ length: BURST.requests }, (_, i) => ask(i)))).map((a) => `${a.status}`));
+    const [perKey, errors] = [fleet.idpRequests(keys), tally(fleet.state.records.flatMap((record) => record.cache_error ?? []))];
+    const label = `Cold burst, ${BURST.requests} requests over ${BURST.keys} keys, K=${BURST.size}, table call limit ${callLimitFor(deadline)} ms`;
+    const details = `${Math.min(...perKey)} to ${Math.max(...perKey)}; answers: ${answers}; CacheErrors: ${errors}`;
+    fleet.bench.verdict(`${label}: IdP requests per key`, `${(sum(perKey) / BURST.keys).toFixed(2)} (${details})`, 'reported');
+  }
+  return '';
+}

@@ -555,6 +555,41 @@ describe('TOKEN_CACHE=shared and its pepper', () => {
     }
   });
 
+  it('tries a pepper that failed to load again at most once a second', async () => {
+    // Prepare: Secrets Manager behind a proxy that refuses, and a clock to move
+    const secrets = await startTableProxy(table.secrets.endpoint);
+    secrets.set({ kind: 'error', status: 400, type: 'AccessDeniedException' });
+    const clock = testClock();
+    try {
+      await withSecretsAt(secrets.endpoint, async () => {
+        const member = freshInstance({}, clock.now);
+        instances.push(member);
+
+        // Act: the load at start fails; a request 999 ms later, then one a second later
+        await member.handle(tokenEvent(body('faults-client-denied-pepper-1')));
+        const loads = [secrets.received.length];
+        clock.advance(999);
+        await member.handle(tokenEvent(body('faults-client-denied-pepper-2')));
+        loads.push(secrets.received.length);
+        clock.advance(1);
+        await member.handle(tokenEvent(body('faults-client-denied-pepper-3')));
+        loads.push(secrets.received.length);
+
+        // Assess: no call within the second (the SDK may retry a refused call once, so calls, not loads)
+        expect(loads[0]).toBeGreaterThan(0);
+        expect(loads[1]).toBe(loads[0]);
+        expect(loads[2]).toBeGreaterThan(loads[1] as number);
+        expect(member.records.map((record) => [record.status, record.cache_error])).toEqual([
+          [200, 'AccessDeniedException'],
+          [200, 'AccessDeniedException'],
+          [200, 'AccessDeniedException'],
+        ]);
+      });
+    } finally {
+      await secrets.close();
+    }
+  });
+
   it('is the one the stand-in holds, so the tests derive the same keys', () => {
     expect(process.env.TOKEN_CACHE_PEPPER_SECRET).toBe(PEPPER_SECRET);
   });

@@ -86,7 +86,7 @@ export class SharedTier {
   /** The key's token from the table, from the exchange the fleet has under way, or from the IdP. */
   async fetch(ask: SharedAsk): Promise<Outcome> {
     const calls = this.calls(ask);
-    const pepper = await this.settings.pepper.get(Math.min(this.settings.callLimitMs, remaining(ask.deadline)), ask.report);
+    const pepper = await this.pepper(ask.deadline, ask.report);
     if (!pepper) return this.withoutTable(ask, ask.known, undefined);
     const keys = requestItemKeys(pepper, ask.request.clientSecret, ask.requestText);
     const holdKeys = holdItemKeys(pepper, ask.holdKey);
@@ -126,17 +126,22 @@ export class SharedTier {
     }
   }
 
+  /** The pepper, waited for no longer than one table call may take. */
+  private pepper(deadline: number, report: CacheReport): Promise<Buffer | undefined> {
+    return this.settings.pepper.get(Math.min(this.settings.callLimitMs, remaining(deadline)), report);
+  }
+
   /** A hold on a client id at a token URL, for a request no cache may answer (`private_key_jwt`). */
   async holdOn(holdKey: string, deadline: number, report: CacheReport): Promise<Remembered | undefined> {
     const calls = this.calls({ deadline, report });
-    const pepper = await this.settings.pepper.get(Math.min(this.settings.callLimitMs, remaining(deadline)), report);
+    const pepper = await this.pepper(deadline, report);
     return pepper && this.readHold(calls, holdItemKeys(pepper, holdKey), this.settings.clock());
   }
 
   /** Tell the fleet that the IdP asked to wait. */
   async putHold(holdKey: string, hold: Remembered, deadline: number, report: CacheReport): Promise<void> {
     const calls = this.calls({ deadline, report });
-    const pepper = await this.settings.pepper.get(Math.min(this.settings.callLimitMs, remaining(deadline)), report);
+    const pepper = await this.pepper(deadline, report);
     if (pepper) await writeHold(calls, holdItemKeys(pepper, holdKey), hold);
   }
 

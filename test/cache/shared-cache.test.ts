@@ -265,6 +265,28 @@ describe('TOKEN_CACHE=shared: stale if error across the fleet', () => {
     // Assess
     expect([rejected.statusCode, failing.statusCode]).toEqual([401, 502]);
   });
+
+  it("serves an instance's own stale copy when the table remembers another failure and keeps no token", async () => {
+    // Prepare: an instance holding the token, stale; the table remembering a 502 with nothing kept
+    const holder = instance();
+    const distinct = body({ client_id: 'fleet-client-own-copy' });
+    await holder.handle(event(distinct));
+    clock.advance(3_300_000);
+    await table.plant(table.keysOf(distinct), {
+      kind: 'failure',
+      holder: 'elsewhere',
+      failure: { code: 'upstream_error', until: clock.now() + 1000 },
+      kept: undefined,
+    });
+    server.received.length = 0;
+
+    // Act
+    const answer = await holder.handle(event(distinct));
+
+    // Assess
+    expect([answer.statusCode, answer.headers?.['x-token-cache'], bodyOf(answer).access_token]).toEqual([200, 'stale', 'issued-1']);
+    expect(server.received).toHaveLength(0);
+  });
 });
 
 describe('TOKEN_CACHE=shared and secrets', () => {

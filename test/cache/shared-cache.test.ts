@@ -419,6 +419,11 @@ describe('TOKEN_CACHE=shared under a burst', () => {
     expect(took).toBeLessThan(1800);
     expect(tokens.has(bodyOf(later ?? {}).access_token)).toBe(false);
     expect(server.received).toHaveLength(2);
+    // What the waiters read is left to the table's expiry a deadline (10 s here) after the answer.
+    const item = (await table.scan()).find((candidate) => candidate.pk?.S === table.keysOf(burst).itemKey);
+    const expiresMs = Number(item?.expires?.N) * 1000;
+    expect(expiresMs).toBeGreaterThan(clock.now());
+    expect(expiresMs).toBeLessThanOrEqual(clock.now() + 11_000);
   });
 
   it('shares one exchange among no-cache requests across instances, and its token replaces the kept one', async () => {

@@ -471,6 +471,33 @@ describe('TableCalls and the deadline', () => {
   });
 });
 
+describe('TOKEN_CACHE=shared: a waiter at its deadline', () => {
+  it('answers 504 when the deadline cuts its last read short, and sends nothing to the IdP', async () => {
+    // Prepare: a lease another holder keeps renewing, a 1 s deadline (a 200 ms call limit), and a
+    // table that stops answering once less than a call limit is left
+    const requestBody = body('faults-client-cut-read');
+    const keys = table.keysOf(requestBody);
+    const renewLease = () => table.plant(keys, { kind: 'lease', holder: 'elsewhere', until: Date.now() + 1500, kept: undefined });
+    await renewLease();
+    const renewing = setInterval(() => void renewLease(), 150);
+    const member = instance({ UPSTREAM_TIMEOUT_MS: '1000' });
+    const hanging = setTimeout(() => proxy.set({ kind: 'hang' }), 850);
+
+    try {
+      // Act
+      const answer = await member.handle(tokenEvent(requestBody));
+
+      // Assess
+      expect(answer.statusCode).toBe(504);
+      expect(server.received).toHaveLength(0);
+      expect(member.records[0]?.cache_error).toBeUndefined();
+    } finally {
+      clearInterval(renewing);
+      clearTimeout(hanging);
+    }
+  });
+});
+
 describe('TOKEN_CACHE=shared and its pepper', () => {
   /** Run `act` with the function's Secrets Manager endpoint pointed elsewhere while its instances start. */
   async function withSecretsAt<T>(endpoint: string, act: () => Promise<T>): Promise<T> {

@@ -6,7 +6,7 @@ export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion
 /** Largest caller-signed assertion accepted; a JWT with a certificate chain in its header fits. */
 const MAX_CLIENT_ASSERTION_CHARS = 8 * 1024;
 
-/** Lifetime of the assertions the service signs: RFC 7523 3 wants it short, the issue at most 60 s. */
+/** Lifetime of the assertions the service signs: RFC 7523 3 wants it short; the API promises at most 60 s. */
 const CLIENT_ASSERTION_LIFETIME_S = 60;
 
 const HS256_HEADER = base64url({ alg: 'HS256', typ: 'JWT' });

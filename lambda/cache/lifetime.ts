@@ -40,9 +40,25 @@ export function phaseOf(entry: Entry, now: number): Phase {
   const lifetime = lifetimeMs(entry.token);
   const age = now - entry.receivedAt;
   if (!(age < lifetime)) return 'expired';
-  const staleAfter = lifetime - marginMs(lifetime);
+  const { opens, staleAfter } = refreshWindow(lifetime);
   if (age >= staleAfter) return 'stale';
-  return age >= Math.max(lifetime / 2, staleAfter - REFRESH_LEAD_MS) ? 'refresh' : 'fresh';
+  return age >= opens ? 'refresh' : 'fresh';
+}
+
+/** The ages (ms) at which a token of `lifetime` ms is due for refresh and goes stale. */
+function refreshWindow(lifetime: number): { opens: number; staleAfter: number } {
+  const staleAfter = lifetime - marginMs(lifetime);
+  return { opens: Math.max(lifetime / 2, staleAfter - REFRESH_LEAD_MS), staleAfter };
+}
+
+/**
+ * Whether an instance that got the kept token from the table (another instance asked the IdP) may
+ * refresh it at `now`: from the middle of its refresh window, in case the instance that asked has gone.
+ * Before that, the fleet leaves the refresh to that instance and does not race for the table.
+ */
+export function openToFleet(entry: Entry, now: number): boolean {
+  const { opens, staleAfter } = refreshWindow(lifetimeMs(entry.token));
+  return now - entry.receivedAt >= (opens + staleAfter) / 2;
 }
 
 /** When a kept token expires (epoch ms). */

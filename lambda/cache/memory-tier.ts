@@ -1,4 +1,4 @@
-import { keepable, newest, phaseOf } from './lifetime';
+import { keepable, newest, openToFleet } from './lifetime';
 import type { Entry } from './lifetime';
 import type { Outcome } from './outcome';
 import type { Freshness, KeyView, Remembered } from './plan';
@@ -13,9 +13,11 @@ export interface Pending {
 /** What this instance knows about one key. */
 export interface Slot {
   kept: Entry | undefined;
+  /** Who asked the IdP for the kept token: this instance, or another that put it in the table. */
+  keptFrom: 'idp' | 'table';
   failure: Remembered | undefined;
   pending: Pending | undefined;
-  /** When a refresh ahead last ended without a new token (epoch ms): the next may start a second later. */
+  /** When a refresh ahead last ended (epoch ms): the next may start a second later. */
   refreshTriedAt: number;
 }
 
@@ -35,6 +37,7 @@ export class MemoryTier {
   slot(key: string): Slot {
     const slot = this.slots.get(key) ?? {
       kept: undefined,
+      keptFrom: 'idp',
       failure: undefined,
       pending: undefined,
       refreshTriedAt: Number.NEGATIVE_INFINITY,
@@ -57,16 +60,20 @@ export class MemoryTier {
     evictOldest(this.holds, this.maxEntries);
   }
 
-  /** What this instance knows about a key, as a request sees it (a `no-cache` request shares only a fresh fetch). */
+  /**
+   * What this instance knows about a key, as a request sees it (a `no-cache` request shares only a
+   * fresh fetch). A token another instance asked for is that instance's to refresh, early on.
+   */
   view(slot: Slot, hold: Remembered | undefined, freshness: Freshness, now: number): KeyView {
     const busy = freshness.noCache ? slot.pending?.fresh === true : slot.pending !== undefined;
+    const othersToRefresh = slot.kept !== undefined && slot.keptFrom === 'table' && !openToFleet(slot.kept, now);
     return {
       // An expired token is in no phase that answers: the plan passes it by.
       entry: slot.kept,
       failure: slot.failure && slot.failure.until > now ? slot.failure : undefined,
       hold,
       busy,
-      refreshing: slot.pending !== undefined || now - slot.refreshTriedAt < REFRESH_RETRY_MS,
+      refreshing: slot.pending !== undefined || now - slot.refreshTriedAt < REFRESH_RETRY_MS || othersToRefresh,
     };
   }
 
@@ -76,15 +83,27 @@ export class MemoryTier {
    */
   store(slot: Slot, holdKey: string, outcome: Outcome, refresh: boolean, now: number): void {
     if (outcome.kind === 'token') {
-      slot.kept = keepable(outcome.entry.token) ? newest(slot.kept, outcome.entry) : undefined;
+      // `memory` is this instance's own kept token coming back, which keep() leaves as it is.
+      if (keepable(outcome.entry.token)) keep(slot, outcome.entry, outcome.from === 'idp' ? 'idp' : 'table');
+      else slot.kept = undefined;
       slot.failure = undefined;
     } else if (outcome.cause !== 'deadline') {
       slot.failure = outcome.failure;
-      slot.kept = outcome.failure.code === 'unauthorized' ? undefined : newest(slot.kept, outcome.kept);
+      if (outcome.failure.code === 'unauthorized') slot.kept = undefined;
+      else keep(slot, outcome.kept, 'table');
       if (outcome.failure.code === 'upstream_throttled') this.setHold(holdKey, outcome.failure.until);
     }
-    if (refresh && !(slot.kept && phaseOf(slot.kept, now) === 'fresh')) slot.refreshTriedAt = now;
+    // A refresh that brought a new token leaves nothing to refresh for far longer than the second.
+    if (refresh) slot.refreshTriedAt = now;
   }
+}
+
+/** Keep a token if it is newer than the kept one, noting who asked the IdP for it. */
+function keep(slot: Slot, entry: Entry | undefined, from: Slot['keptFrom']): void {
+  const kept = newest(slot.kept, entry);
+  if (kept === slot.kept) return;
+  slot.kept = kept;
+  slot.keptFrom = from;
 }
 
 function evictOldest(map: Map<string, unknown>, max: number): void {

@@ -2,7 +2,7 @@ import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { TABLE_SCHEMA } from './table-schema';
 import { type ItemState, openState, sealState } from './item-state';
 import { Claim, LeaseWatch, newHolder } from './lease';
-import { type Entry, keepable, newest, phaseOf } from './lifetime';
+import { type Entry, keepable, newest, openToFleet, phaseOf } from './lifetime';
 import { type Exchange, exchangeOutcome, type Outcome, remaining } from './outcome';
 import type { PepperSource } from './pepper';
 import { CLOCK_TOLERANCE_MS, decide, type Freshness, inForce, type KeyView, type Remembered } from './plan';
@@ -19,6 +19,8 @@ export interface SharedAsk extends Freshness {
   readonly holdKey: string;
   /** The token this instance keeps for the key, if any: the table may hold an older one, or none. */
   readonly known: Entry | undefined;
+  /** Who asked the IdP for the known token: this instance, or another (it came from the table). */
+  readonly knownFrom: 'idp' | 'table';
   /** `performance.now()` by which the caller must have its answer. */
   readonly deadline: number;
   readonly exchange: Exchange;
@@ -98,7 +100,7 @@ export class SharedTier {
       const state = openState(keys, read.item?.expiresSeconds, read.item?.sealed);
       const shared = sharedOutcome(state, watch);
       if (shared) return shared;
-      const view = this.view(state, read, ask.known, watch, now);
+      const view = this.view(state, read, ask, watch, now);
       const plan = decide(view, ask, now);
       if (plan.act === 'answer') return { kind: 'token', entry: plan.entry, from: plan.entry === ask.known ? 'memory' : 'table' };
       if (plan.act === 'fail') return { kind: 'failure', failure: plan.failure, kept: view.entry, cause: plan.cause };
@@ -179,15 +181,20 @@ export class SharedTier {
     return { kind: 'answered', holder, entry: outcome.entry, until: this.settings.clock() + this.settings.upstreamTimeoutMs };
   }
 
-  /** What the table says about the key, with what this instance knows. */
-  private view(state: ItemState | undefined, read: Read, known: Entry | undefined, watch: LeaseWatch, now: number): KeyView {
+  /**
+   * What the table says about the key, with what this instance knows. A token another instance asked
+   * the IdP for is that instance's to refresh, early in the window (lifetime.ts, openToFleet).
+   */
+  private view(state: ItemState | undefined, read: Read, ask: SharedAsk, watch: LeaseWatch, now: number): KeyView {
     // A rejection since: no token kept anywhere for this key is ever served stale again.
     const rejected = state?.kind === 'failure' && state.failure.code === 'unauthorized';
     const stored = state?.kind === 'entry' ? state.entry : state?.kind === 'lease' || state?.kind === 'failure' ? state.kept : undefined;
-    const entry = newest(usable(rejected ? undefined : known, now), usable(stored, now));
+    const entry = newest(usable(rejected ? undefined : ask.known, now), usable(stored, now));
     const failure = state?.kind === 'failure' && inForce(state.failure, now) ? state.failure : undefined;
     const busy = state?.kind === 'lease' && watch.alive(state.holder, state.until, read, now);
-    return { entry, failure, hold: undefined, busy, refreshing: busy };
+    const own = entry === ask.known && ask.knownFrom === 'idp';
+    const othersToRefresh = entry !== undefined && !own && !openToFleet(entry, now);
+    return { entry, failure, hold: undefined, busy, refreshing: busy || othersToRefresh };
   }
 
   private async readHold(calls: TableCalls, keys: ItemKeys, now: number): Promise<Remembered | undefined> {

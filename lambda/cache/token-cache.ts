@@ -76,7 +76,14 @@ export class TokenCache {
   private start(slot: Slot, held: string, refresh: boolean, ask: CacheAsk, request: SecretRequest): Promise<Outcome> {
     const kept = slot.kept;
     const fetching = this.shared
-      ? this.shared.fetch({ ...ask, request, requestText: requestText(request, ask.tokenUrl), holdKey: held, known: kept })
+      ? this.shared.fetch({
+          ...ask,
+          request,
+          requestText: requestText(request, ask.tokenUrl),
+          holdKey: held,
+          known: kept,
+          knownFrom: slot.keptFrom,
+        })
       : this.fromIdp(ask, kept, refresh);
     const pending = {
       fresh: ask.noCache,

@@ -1,5 +1,5 @@
 import type { IdpToken } from '../../lambda/upstream/exchange';
-import { answerFrom, expiresAt, keepable, newest, phaseOf } from '../../lambda/cache/lifetime';
+import { answerFrom, expiresAt, keepable, newest, openToFleet, phaseOf } from '../../lambda/cache/lifetime';
 
 const RECEIVED = 1_800_000_000_000;
 const entry = (expiresIn: unknown, extra: Record<string, unknown> = {}) => ({
@@ -54,6 +54,19 @@ describe('phaseOf', () => {
 
   it('counts a string expires_in as the seconds it spells', () => {
     expect(phaseOf(entry('3600'), RECEIVED + 3_240_000)).toBe('stale');
+  });
+});
+
+describe('openToFleet', () => {
+  // From the middle of the refresh window: 3225 s for a 1 h token (3210 to 3240 s), 75 s for a 2 min one (60 to 90 s).
+  it.each([
+    [3600, 3_225_000 - 1, false],
+    [3600, 3_225_000, true],
+    [3600, 3_300_000, true],
+    [120, 75_000 - 1, false],
+    [120, 75_000, true],
+  ])('opens the refresh of a %p s token to the fleet %p ms after it arrived: %p', (expiresIn, age, open) => {
+    expect(openToFleet(entry(expiresIn), RECEIVED + age)).toBe(open);
   });
 });
 

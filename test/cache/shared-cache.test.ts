@@ -56,7 +56,10 @@ const after =
   };
 
 const HOUR_TOKEN = { access_token: 'kept', token_type: 'Bearer', expires_in: 3600 };
-/** A 1 h token received `ago` ms before now: fresh until 3210 s, due for refresh until 3240 s, stale until 3600 s. */
+/**
+ * A 1 h token received `ago` ms before now: fresh until 3210 s, due for refresh until 3240 s (by the
+ * instance that asked the IdP for it; by any instance from 3225 s), stale until 3600 s.
+ */
 const kept = (ago: number, token: Entry['token'] = HOUR_TOKEN): Entry => ({ token, receivedAt: clock.now() - ago });
 
 beforeAll(async () => {
@@ -168,15 +171,57 @@ describe('TOKEN_CACHE=shared: refresh ahead across the fleet', () => {
     expect(refreshed).toHaveLength(1);
     expect(answers.filter((answer) => bodyOf(answer).access_token === original)).toHaveLength(4 - 1);
     expect(fleet.flatMap((member) => member.records).filter((record) => record.cache_refresh === 'ahead')).toHaveLength(1);
+    // The refresh was the instance's that asked the IdP; the others never went to the table for it.
+    expect(fleet[0]?.records.map((record) => record.cache_refresh)).toContain('ahead');
+    const others = fleet.slice(1).flatMap((member) => member.records.slice(-2));
+    expect(others.map((record) => [record.cache, record.cache_table_latency_ms])).toEqual(Array(6).fill(['memory', undefined]));
+  });
+
+  it('leaves the refresh to the instance that asked the IdP until the middle of the window, then to any', async () => {
+    // Prepare: the token from the IdP on one instance, which then goes (Lambda recycles it); another took it from the table
+    const [asker, other] = [instance(), instance()];
+    const distinct = body({ client_id: 'fleet-client-refresh-orphaned' });
+    await asker.handle(event(distinct));
+    await other.handle(event(distinct));
+    asker.close();
+    clock.advance(3_224_999);
+
+    // Act
+    const early = await other.handle(event(distinct));
+    clock.advance(1);
+    const due = await other.handle(event(distinct));
+
+    // Assess
+    expect([early, due].map((answer) => [answer.headers?.['x-token-cache'], bodyOf(answer).access_token])).toEqual([
+      ['hit', 'issued-1'],
+      ['miss', 'issued-2'],
+    ]);
+    expect(other.records.slice(1).map((record) => [record.cache_refresh, typeof record.cache_table_latency_ms])).toEqual([
+      [undefined, 'undefined'],
+      ['ahead', 'number'],
+    ]);
+    expect(server.received).toHaveLength(2);
+  });
+
+  it('answers a fresh instance early in the window from the table, leaving the refresh to the instance that asked', async () => {
+    const distinct = body({ client_id: 'fleet-client-refresh-newcomer' });
+    await table.plant(table.keysOf(distinct), { kind: 'entry', entry: kept(3_224_999) });
+    const newcomer = instance();
+
+    const answer = await newcomer.handle(event(distinct));
+
+    expect([answer.headers?.['x-token-cache'], bodyOf(answer).access_token]).toEqual(['hit', 'kept']);
+    expect(newcomer.records[0]).toMatchObject({ cache: 'shared', cache_refresh: undefined });
+    expect(server.received).toHaveLength(0);
   });
 
   it('asks the table again no sooner than a second after it found another instance refreshing', async () => {
-    // Prepare: two instances with the token in memory, in its refresh window; one refreshes slowly
+    // Prepare: two instances with the token in memory, in the second half of its refresh window; one refreshes slowly
     const [refresher, other] = [instance(), instance()];
     const distinct = body({ client_id: 'fleet-client-refresh-once-a-second' });
     await refresher.handle(event(distinct));
     await other.handle(event(distinct));
-    clock.advance(3_215_000);
+    clock.advance(3_226_000);
     server.answer(after(500, idp));
     const refreshing = refresher.handle(event(distinct));
     await sleep(100);
@@ -219,7 +264,7 @@ describe('TOKEN_CACHE=shared: refresh ahead across the fleet', () => {
 describe('TOKEN_CACHE=shared: a refresh that fails', () => {
   it('answers a fresh instance with the token the table keeps, as a hit, when its refresh fails', async () => {
     const distinct = body({ client_id: 'fleet-client-refresh-fails' });
-    await table.plant(table.keysOf(distinct), { kind: 'entry', entry: kept(3_220_000) });
+    await table.plant(table.keysOf(distinct), { kind: 'entry', entry: kept(3_230_000) });
     server.answer(json(500, { error: 'server_error' }));
     const member = instance();
 

@@ -21,6 +21,8 @@ export interface SharedAsk extends Freshness {
   readonly known: Entry | undefined;
   /** Who asked the IdP for the known token: this instance, or another (it came from the table). */
   readonly knownFrom: 'idp' | 'table';
+  /** This instance's memory would refresh the known token ahead: so does the request, should it go without the table. */
+  readonly refresh: boolean;
   /** `performance.now()` by which the caller must have its answer. */
   readonly deadline: number;
   readonly exchange: Exchange;
@@ -89,13 +91,13 @@ export class SharedTier {
   async fetch(ask: SharedAsk): Promise<Outcome> {
     const calls = this.calls(ask);
     const pepper = await this.pepper(ask.deadline, ask.report);
-    if (!pepper) return this.withoutTable(ask, ask.known, undefined);
+    if (!pepper) return this.withoutTable(ask, ask.known, undefined, ask.refresh);
     const keys = requestItemKeys(pepper, ask.request.clientSecret, ask.requestText);
     const holdKeys = holdItemKeys(pepper, ask.holdKey);
     const watch = new LeaseWatch(this.maxLeaseMs);
     let read = await calls.get(keys.itemKey);
     for (;;) {
-      if (read === FAILED) return this.withoutTable(ask, ask.known, undefined);
+      if (read === FAILED) return this.withoutTable(ask, ask.known, undefined, ask.refresh);
       const now = this.settings.clock();
       const state = openState(keys, read.item?.expiresSeconds, read.item?.sealed);
       const shared = sharedOutcome(state, watch);
@@ -117,7 +119,7 @@ export class SharedTier {
         kept: view.entry,
       });
       const [hold, written] = await Promise.all([this.readHold(calls, holdKeys, now), calls.put(keys.itemKey, lease, read.item)]);
-      if (written === FAILED) return this.withoutTable(ask, view.entry, hold);
+      if (written === FAILED) return this.withoutTable(ask, view.entry, hold, plan.refresh);
       if ('lost' in written) {
         // Another instance wrote first: decide again from what it wrote.
         read = written.lost ?? (await calls.get(keys.itemKey));
@@ -205,9 +207,10 @@ export class SharedTier {
   }
 
   /** Without the table: a hold it showed, or the IdP with what is left of the deadline. */
-  private async withoutTable(ask: SharedAsk, kept: Entry | undefined, hold: Remembered | undefined): Promise<Outcome> {
+  private async withoutTable(ask: SharedAsk, kept: Entry | undefined, hold: Remembered | undefined, refresh: boolean): Promise<Outcome> {
     if (hold) return { kind: 'failure', failure: hold, kept, cause: 'hold' };
     if (remaining(ask.deadline) <= 0) return deadlinePassed(kept, this.settings.clock());
+    if (refresh) ask.report.refresh = 'ahead';
     return exchangeOutcome(ask.exchange, ask.deadline, kept, this.settings.clock);
   }
 

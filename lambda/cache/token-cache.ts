@@ -83,6 +83,7 @@ export class TokenCache {
           holdKey: held,
           known: kept,
           knownFrom: slot.keptFrom,
+          refresh,
         })
       : this.fromIdp(ask, kept, refresh);
     const pending = {

@@ -115,7 +115,12 @@ describe('TOKEN_CACHE=shared when the table fails', () => {
     expect([answer.statusCode, answer.headers?.['x-token-cache']]).toEqual([200, 'miss']);
     expect(bodyOf(answer).access_token).toMatch(/^issued-/);
     expect(server.received).toHaveLength(1);
-    expect(member.records[0]).toMatchObject({ cache: 'miss', outcome: 'ok', cache_error: expect.stringMatching(error) });
+    expect(member.records[0]).toMatchObject({
+      cache: 'miss',
+      outcome: 'ok',
+      cache_error: expect.stringMatching(error),
+      cache_refresh: undefined,
+    });
   });
 
   it('answers from the IdP when the table does not exist', async () => {
@@ -338,6 +343,43 @@ describe('TOKEN_CACHE=shared when a holder stops', () => {
     expect(first.every((answer) => answer.statusCode === 504)).toBe(true);
     expect(answers.every((answer) => answer.statusCode === 200)).toBe(true);
     expect(server.received).toHaveLength(5);
+  });
+});
+
+describe('TOKEN_CACHE=shared: a refresh ahead whose writes fail', () => {
+  it('keeps the asker on its new token, and lets the others refresh from the middle of the window', async () => {
+    // Prepare: the asker and another instance hold a 1 h token, on one clock moved into its refresh window
+    const clock = testClock();
+    const [asker, other] = [freshInstance({}, clock.now), freshInstance({}, clock.now)];
+    instances.push(asker, other);
+    const requestBody = body('faults-client-refresh-unwritten');
+    await asker.handle(tokenEvent(requestBody));
+    await other.handle(tokenEvent(requestBody));
+    clock.advance(3_215_000);
+    proxy.set({ kind: 'error', status: 500, type: 'InternalServerError', only: 'PutItem' });
+
+    // Act: the asker refreshes but cannot write; the other waits for the middle of the window
+    const refreshed = await asker.handle(tokenEvent(requestBody));
+    const early = await other.handle(tokenEvent(requestBody));
+    proxy.set({ kind: 'pass' });
+    clock.advance(10_000);
+    const due = await other.handle(tokenEvent(requestBody));
+    const kept = await asker.handle(tokenEvent(requestBody));
+
+    // Assess
+    expect([refreshed, early, due, kept].map((answer) => [answer.headers?.['x-token-cache'], bodyOf(answer).access_token])).toEqual([
+      ['miss', 'issued-2'],
+      ['hit', 'issued-1'],
+      ['miss', 'issued-3'],
+      ['hit', 'issued-2'],
+    ]);
+    expect(asker.records[1]).toMatchObject({
+      cache_refresh: 'ahead',
+      cache_error: expect.stringMatching(/^(InternalServerError|TimeoutError)$/),
+    });
+    expect(other.records[1]?.cache_table_latency_ms).toBeUndefined();
+    expect(other.records[2]).toMatchObject({ cache_refresh: 'ahead' });
+    expect(server.received).toHaveLength(3);
   });
 });
 

@@ -23,7 +23,7 @@ export interface KeyView {
   readonly hold: Remembered | undefined;
   /** An exchange for the key is under way, here or in the fleet. */
   readonly busy: boolean;
-  /** Someone is refreshing the kept token, or has just tried: no other refresh now. */
+  /** Someone is refreshing the kept token, has just tried, or is the one to (lifetime.ts, openToFleet): no refresh from here now. */
   readonly refreshing: boolean;
 }
 

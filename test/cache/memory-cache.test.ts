@@ -33,6 +33,14 @@ const ask = (overrides: Record<string, unknown> = {}, headers: Record<string, st
 };
 const noCache = (overrides: Record<string, unknown> = {}) => ask(overrides, { 'cache-control': 'no-cache' });
 
+const segment = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+/** A caller-signed assertion in place of a secret (its shape is all that is checked before the IdP). */
+const KEYED = {
+  client_secret: undefined,
+  client_assertion: `${segment({ alg: 'ES256' })}.${segment({ sub: 'service-a' })}.c2ln`,
+  client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+};
+
 /** An IdP that answers `script` `ms` later. */
 const after =
   (ms: number, script: Script): Script =>
@@ -310,6 +318,17 @@ describe('TOKEN_CACHE=memory: stale if error', () => {
     expect(records[2]).toMatchObject({ cache: 'stale', cache_remembered: 'failure' });
   });
 
+  it('never answers a token it could not keep (expires_in 25 s), though it has not expired', async () => {
+    server.answer(issuingIdp({ secret: () => SECRET, expiresIn: 25 }));
+    await ask();
+    server.answer(json(500, { error: 'server_error' }));
+
+    const answer = await ask();
+
+    expect([answer.statusCode, answer.headers?.['x-token-cache']]).toEqual([502, undefined]);
+    expect(server.received).toHaveLength(2);
+  });
+
   it('never answers an expired token', async () => {
     await ask();
     clock.advance(3_600_000);
@@ -359,6 +378,8 @@ describe('TOKEN_CACHE=memory: a burst', () => {
 
     expect(answers.map((answer) => answer.statusCode)).toEqual(Array(4).fill(answered));
     expect(server.received).toHaveLength(1);
+    // They shared the exchange: no remembered failure answered any of them.
+    expect(records.map((record) => record.cache_remembered)).toEqual(Array(4).fill(undefined));
   });
 
   it('shares a token that cannot be kept with those waiting for it, and with no later request', async () => {
@@ -469,6 +490,17 @@ describe('TOKEN_CACHE=memory: the IdP asks to wait', () => {
     expect([throttled.statusCode, heldSecret.statusCode, heldKeyed.statusCode]).toEqual([503, 503, 503]);
     expect(server.received).toHaveLength(2);
   });
+
+  it('tells a held private_key_jwt request the seconds left, rounded up', async () => {
+    server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '5' }));
+    await ask();
+    clock.advance(2500);
+
+    const held = await ask(KEYED);
+
+    expect([held.statusCode, held.headers?.['retry-after']]).toEqual([503, '3']);
+    expect(server.received).toHaveLength(1);
+  });
 });
 
 describe('TOKEN_CACHE=memory: cache-control: no-cache', () => {
@@ -503,6 +535,28 @@ describe('TOKEN_CACHE=memory: cache-control: no-cache', () => {
     const burst = await Promise.all(Array.from({ length: 4 }, () => noCache()));
 
     expect(new Set(burst.map((answer) => bodyOf(answer).access_token))).toEqual(new Set(['issued-2']));
+    expect(server.received).toHaveLength(2);
+  });
+
+  it('lets later requests join its exchange after the one it overtook has ended', async () => {
+    // Prepare: the first exchange brings a token that cannot be kept, in 300 ms; the no-cache one, started
+    // 100 ms later, takes 400 ms
+    let calls = 0;
+    server.answer((request, response) =>
+      ++calls === 1
+        ? after(300, json(200, { access_token: 'unkept', token_type: 'Bearer' }))(request, response)
+        : after(400, idp)(request, response),
+    );
+    const first = ask();
+    await sleep(100);
+    const fresh = noCache();
+    await first;
+
+    // Act: after the first has ended, while the no-cache exchange runs
+    const joined = await ask();
+
+    // Assess
+    expect([joined.headers?.['x-token-cache'], bodyOf(joined).access_token]).toEqual(['hit', bodyOf(await fresh).access_token]);
     expect(server.received).toHaveLength(2);
   });
 
@@ -543,5 +597,16 @@ describe('TOKEN_CACHE=memory and private_key_jwt', () => {
 
     expect(answers.map((answer) => answer.headers?.['x-token-cache'])).toEqual(['miss', 'miss']);
     expect(server.received).toHaveLength(2);
+  });
+
+  it('remembers nothing of a rejection, for the client or for the others: only a throttling IdP holds', async () => {
+    server.answer(json(401, { error: 'invalid_client' }));
+    const rejected = await ask(KEYED);
+    server.answer(json(200, { access_token: 'granted', token_type: 'Bearer', expires_in: 3600 }));
+
+    const answers = [await ask(KEYED), await ask()];
+
+    expect([rejected, ...answers].map((answer) => answer.statusCode)).toEqual([401, 200, 200]);
+    expect(server.received).toHaveLength(3);
   });
 });

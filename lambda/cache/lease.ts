@@ -10,6 +10,17 @@ const LEASE_RENEW_MS = 250;
  */
 const LEASE_SILENCE_MS = 750;
 
+// Waiters read again every twentieth of what is left of their deadline, between 20 and 100 ms: a dead
+// holder is noticed well within a second, and a waiter near its deadline sees an outcome promptly.
+const MIN_POLL_MS = 20;
+const MAX_POLL_MS = 100;
+
+/** How long a waiter with `leftMs` of its deadline sleeps before it reads again; `random` in [0, 1) spreads the fleet's reads ±20%. */
+export function pollPauseMs(leftMs: number, random: number): number {
+  const pauseMs = Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, leftMs / 20)) * (0.8 + random * 0.4);
+  return Math.min(leftMs, pauseMs);
+}
+
 /** A random name for the holder of one claim, so waiters can tell the outcome they waited for. */
 export function newHolder(): string {
   return randomBytes(9).toString('base64url');

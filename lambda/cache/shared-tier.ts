@@ -1,7 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { TABLE_SCHEMA } from './table-schema';
 import { type ItemState, openState, sealState } from './item-state';
-import { Claim, LeaseWatch, newHolder } from './lease';
+import { Claim, LeaseWatch, newHolder, pollPauseMs } from './lease';
 import { type Entry, keepable, newest, openToFleet, phaseOf } from './lifetime';
 import { type Exchange, exchangeOutcome, type Outcome, remaining } from './outcome';
 import type { PepperSource } from './pepper';
@@ -19,8 +20,6 @@ export interface SharedAsk extends Freshness {
   readonly holdKey: string;
   /** The token this instance keeps for the key, if any: the table may hold an older one, or none. */
   readonly known: Entry | undefined;
-  /** Who asked the IdP for the known token: this instance, or another (it came from the table). */
-  readonly knownFrom: 'idp' | 'table';
   /** This instance's memory would refresh the known token ahead: so does the request, should it go without the table. */
   readonly refresh: boolean;
   /** `performance.now()` by which the caller must have its answer. */
@@ -50,10 +49,6 @@ export function callLimitFor(upstreamTimeoutMs: number): number {
 
 /** The key of the read that warms the client up; no item key (43 base64url characters) is this. */
 const WARM_UP_KEY = 'warm-up';
-// Waiters read again every twentieth of what is left of their deadline, between 20 and 100 ms: a dead
-// holder is noticed well within a second, and a waiter near its deadline sees an outcome promptly.
-const MIN_POLL_MS = 20;
-const MAX_POLL_MS = 100;
 
 /**
  * The fleet-wide tier: a DynamoDB table every function instance shares, behind each instance's memory.
@@ -96,18 +91,21 @@ export class SharedTier {
     const holdKeys = holdItemKeys(pepper, ask.holdKey);
     const watch = new LeaseWatch(this.maxLeaseMs);
     let read = await calls.get(keys.itemKey);
+    let kept = ask.known;
     for (;;) {
-      if (read === FAILED) return this.withoutTable(ask, ask.known, undefined, ask.refresh);
+      // A read the deadline left no time for fails too, and ends the request without the IdP.
+      if (read === FAILED) return this.withoutTable(ask, kept, undefined, ask.refresh);
       const now = this.settings.clock();
       const state = openState(keys, read.item?.expiresSeconds, read.item?.sealed);
       const shared = sharedOutcome(state, watch);
       if (shared) return shared;
-      const view = this.view(state, read, ask, watch, now);
+      const view = this.view(state, read, ask.known, watch, now);
       const plan = decide(view, ask, now);
+      kept = view.entry;
       if (plan.act === 'answer') return { kind: 'token', entry: plan.entry, from: plan.entry === ask.known ? 'memory' : 'table' };
-      if (plan.act === 'fail') return { kind: 'failure', failure: plan.failure, kept: view.entry, cause: plan.cause };
+      if (plan.act === 'fail') return { kind: 'failure', failure: plan.failure, kept, cause: plan.cause };
       if (plan.act === 'wait') {
-        if (!(await pause(ask.deadline))) return deadlinePassed(view.entry, now);
+        await sleep(pollPauseMs(remaining(ask.deadline), Math.random()));
         read = await calls.get(keys.itemKey);
         continue;
       }
@@ -184,18 +182,17 @@ export class SharedTier {
   }
 
   /**
-   * What the table says about the key, with what this instance knows. A token another instance asked
-   * the IdP for is that instance's to refresh, early in the window (lifetime.ts, openToFleet).
+   * What the table says about the key, with what this instance knows. A token only the table has is
+   * the asker's to refresh early in the window (lifetime.ts, openToFleet); memory judged the known one.
    */
-  private view(state: ItemState | undefined, read: Read, ask: SharedAsk, watch: LeaseWatch, now: number): KeyView {
+  private view(state: ItemState | undefined, read: Read, known: Entry | undefined, watch: LeaseWatch, now: number): KeyView {
     // A rejection since: no token kept anywhere for this key is ever served stale again.
     const rejected = state?.kind === 'failure' && state.failure.code === 'unauthorized';
     const stored = state?.kind === 'entry' ? state.entry : state?.kind === 'lease' || state?.kind === 'failure' ? state.kept : undefined;
-    const entry = newest(usable(rejected ? undefined : ask.known, now), usable(stored, now));
+    const entry = newest(usable(rejected ? undefined : known, now), usable(stored, now));
     const failure = state?.kind === 'failure' && inForce(state.failure, now) ? state.failure : undefined;
     const busy = state?.kind === 'lease' && watch.alive(state.holder, state.until, read, now);
-    const own = entry === ask.known && ask.knownFrom === 'idp';
-    const othersToRefresh = entry !== undefined && !own && !openToFleet(entry, now);
+    const othersToRefresh = entry !== undefined && entry !== known && !openToFleet(entry, now);
     return { entry, failure, hold: undefined, busy, refreshing: busy || othersToRefresh };
   }
 
@@ -249,12 +246,4 @@ function deadlinePassed(kept: Entry | undefined, now: number): Outcome {
 
 async function writeHold(calls: TableCalls, keys: ItemKeys, hold: Remembered): Promise<void> {
   await calls.put(keys.itemKey, sealState(keys, { kind: 'hold', hold }), 'anything');
-}
-
-/** Sleep before the next read; false when the deadline has passed. */
-async function pause(deadline: number): Promise<boolean> {
-  const left = remaining(deadline);
-  const pauseMs = Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, left / 20)) * (0.8 + Math.random() * 0.4);
-  await new Promise((resolve) => setTimeout(resolve, Math.min(left, pauseMs)));
-  return remaining(deadline) > 0;
 }

@@ -82,7 +82,6 @@ export class TokenCache {
           requestText: requestText(request, ask.tokenUrl),
           holdKey: held,
           known: kept,
-          knownFrom: slot.keptFrom,
           refresh,
         })
       : this.fromIdp(ask, kept, refresh);

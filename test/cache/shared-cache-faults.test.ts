@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { sealState } from '../../lambda/cache/item-state';
+import { callLimitFor, SharedTier } from '../../lambda/cache/shared-tier';
 import { TableCalls, tableErrorName } from '../../lambda/cache/table-calls';
 import { loadConfig } from '../../lambda/config';
 import { createHandler } from '../../lambda/handler';
@@ -346,6 +347,46 @@ describe('TOKEN_CACHE=shared when a holder stops', () => {
   });
 });
 
+describe('TOKEN_CACHE=shared and a bug in the exchange', () => {
+  it('stops renewing its claim, so that waiters take over as from a holder that died', async () => {
+    // Prepare: the shared tier itself, over the proxy, its exchange throwing what no IdP failure is
+    const tier = new SharedTier({
+      tableName: table.tableName,
+      upstreamTimeoutMs: 3000,
+      callLimitMs: 600,
+      pepper: { get: async () => Buffer.alloc(32, 7) },
+      clock: Date.now,
+    });
+    const ask = {
+      request: {
+        clientId: 'c',
+        clientSecret: 's',
+        accessTokenUrl: 'https://idp.example/t',
+        grantType: 'g',
+        authMethod: 'client_secret_post',
+      },
+      requestText: 'faults-bug',
+      holdKey: 'faults-bug',
+      known: undefined,
+      refresh: false,
+      noCache: false,
+      arrivedAt: Date.now(),
+      deadline: performance.now() + 3000,
+      report: {},
+    } as const;
+    proxy.received.length = 0;
+
+    // Act: the bug comes 100 ms into the exchange; then as long as three renewals would take
+    const failing = tier.fetch({ ...ask, exchange: () => sleep(100).then(() => Promise.reject(new TypeError('a bug'))) });
+    await expect(failing).rejects.toThrow(TypeError);
+    await sleep(800);
+
+    // Assess: the claim was written once and never renewed
+    const writes = proxy.received.filter((call) => call.operation.endsWith('.PutItem'));
+    expect(writes).toHaveLength(1);
+  });
+});
+
 describe('TOKEN_CACHE=shared: a refresh ahead whose writes fail', () => {
   it('keeps the asker on its new token, and lets the others refresh from the middle of the window', async () => {
     // Prepare: the asker and another instance hold a 1 h token, on one clock moved into its refresh window
@@ -384,6 +425,16 @@ describe('TOKEN_CACHE=shared: a refresh ahead whose writes fail', () => {
 });
 
 describe('TOKEN_CACHE=shared: what each table call is allowed', () => {
+  it.each([
+    [1, 1],
+    [1000, 200],
+    [3000, 600],
+    [5000, 1000],
+    [10_000, 1000],
+  ])('allows each call a fifth of UPSTREAM_TIMEOUT_MS (%p ms), at most 1 s: %p ms', (timeout, limit) => {
+    expect(callLimitFor(timeout)).toBe(limit);
+  });
+
   it('reads the table as a new instance starts, for a key no request has, so its first request finds the SDK loaded', async () => {
     const seenBefore = proxy.received.length;
 
@@ -537,6 +588,14 @@ describe('TOKEN_CACHE=shared: a waiter at its deadline', () => {
       clearInterval(renewing);
       clearTimeout(hanging);
     }
+
+    // Nothing of it is remembered: once the holder's token is in the table, the next request has it.
+    proxy.set({ kind: 'pass' });
+    await sleep(100);
+    const token = { access_token: 'holders', token_type: 'Bearer', expires_in: 3600 };
+    await table.plant(keys, { kind: 'entry', entry: { token, receivedAt: Date.now() } });
+    const next = await member.handle(tokenEvent(requestBody));
+    expect([next.statusCode, bodyOf(next).access_token]).toEqual([200, 'holders']);
   });
 });
 

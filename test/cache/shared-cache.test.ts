@@ -261,6 +261,72 @@ describe('TOKEN_CACHE=shared: refresh ahead across the fleet', () => {
   });
 });
 
+describe('TOKEN_CACHE=shared: what the table holds, as a reader judges it', () => {
+  // UPSTREAM_TIMEOUT_MS 10000: a call limit of 1 s, so an honest claim is dated at most 11 s ahead, 16 s with 5 s of clock tolerance.
+  it('waits on a claim dated as far ahead as an honest holder with a skewed clock writes, until its renewals are missed', async () => {
+    const distinct = body({ client_id: 'fleet-client-claim-at-bound' });
+    await table.plant(table.keysOf(distinct), { kind: 'lease', holder: 'silent', until: clock.now() + 16_000, kept: undefined });
+
+    const started = performance.now();
+    const answer = await instance().handle(event(distinct));
+
+    expect([answer.statusCode, answer.headers?.['x-token-cache']]).toEqual([200, 'miss']);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(750);
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('answers at once with the token a claim keeps while its holder refreshes it', async () => {
+    const distinct = body({ client_id: 'fleet-client-claim-keeps' });
+    await table.plant(table.keysOf(distinct), { kind: 'lease', holder: 'refresher', until: clock.now() + 5000, kept: kept(3_215_000) });
+
+    const answer = await instance().handle(event(distinct));
+
+    expect([answer.headers?.['x-token-cache'], bodyOf(answer).access_token]).toEqual(['hit', 'kept']);
+    expect(server.received).toHaveLength(0);
+  });
+
+  it.each([
+    [5000, 'hit'],
+    [5001, 'miss'],
+  ])('takes a token dated %p ms ahead of its clock as %s: up to 5 s of another clock, no further', async (ahead, header) => {
+    const distinct = body({ client_id: `fleet-client-dated-${ahead}` });
+    await table.plant(table.keysOf(distinct), { kind: 'entry', entry: kept(-ahead) });
+
+    const answer = await instance().handle(event(distinct));
+
+    expect(answer.headers?.['x-token-cache']).toBe(header);
+  });
+
+  it('keeps its own stale token for an IdP failure over a newer one in the table that has expired', async () => {
+    // Prepare: this instance's 1 h token, stale; the table then holds a newer 35 s token, expired
+    const member = instance();
+    const distinct = body({ client_id: 'fleet-client-newer-expired' });
+    await member.handle(event(distinct));
+    clock.advance(3_300_000);
+    await table.plant(table.keysOf(distinct), {
+      kind: 'entry',
+      entry: kept(40_000, { ...HOUR_TOKEN, access_token: 'short', expires_in: 35 }),
+    });
+    server.answer(json(500, { error: 'server_error' }));
+
+    const answer = await member.handle(event(distinct));
+
+    expect([answer.statusCode, answer.headers?.['x-token-cache'], bodyOf(answer).access_token]).toEqual([200, 'stale', 'issued-1']);
+  });
+
+  it('remembers a failure for its key alone: another secret of the client still reaches the IdP', async () => {
+    const distinct = body({ client_id: 'fleet-client-failure-per-key' });
+    server.answer(json(500, { error: 'server_error' }));
+    const failed = await instance().handle(event(distinct));
+    server.answer(json(200, { access_token: 'other-secret', token_type: 'Bearer', expires_in: 3600 }));
+
+    const other = await instance().handle(event({ ...distinct, client_secret: 'another-secret-of-the-client' }));
+
+    expect([failed.statusCode, other.statusCode]).toEqual([502, 200]);
+    expect(server.received).toHaveLength(2);
+  });
+});
+
 describe('TOKEN_CACHE=shared: a refresh that fails', () => {
   it('answers a fresh instance with the token the table keeps, as a hit, when its refresh fails', async () => {
     const distinct = body({ client_id: 'fleet-client-refresh-fails' });

@@ -347,6 +347,19 @@ describe('TOKEN_CACHE=shared when a holder stops', () => {
   });
 });
 
+describe('TOKEN_CACHE=shared and a claim that has run out', () => {
+  it('takes over a claim dated in the past at once, without waiting for its renewals', async () => {
+    const requestBody = body('faults-client-claim-past');
+    await table.plant(table.keysOf(requestBody), { kind: 'lease', holder: 'gone', until: Date.now() - 1, kept: undefined });
+    proxy.received.length = 0;
+
+    const answer = await instance().handle(tokenEvent(requestBody));
+
+    expect(answer.statusCode).toBe(200);
+    expect(callsFor(requestBody).map((call) => call.operation)).toEqual(['GetItem', 'PutItem', 'PutItem']);
+  });
+});
+
 describe('TOKEN_CACHE=shared and a bug in the exchange', () => {
   it('stops renewing its claim, so that waiters take over as from a holder that died', async () => {
     // Prepare: the shared tier itself, over the proxy, its exchange throwing what no IdP failure is

@@ -5,7 +5,7 @@ import { loadConfig } from '../../lambda/config';
 import { destroyAgents } from '../../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../../lambda/handler';
 import type { RequestRecord } from '../../lambda/observability';
-import { bodyOf, recordingObservability, tokenEvent } from '../support/events';
+import { bodyOf, recordingObservability, SECRET_REQUEST, tokenEvent } from '../support/events';
 import { issuingIdp, type TestClock, testClock } from '../support/fleet';
 import { json, type ReceivedRequest, type Script, startTokenServer, type TokenServer } from '../support/token-server';
 
@@ -170,13 +170,7 @@ describe('TokenCache and a bug', () => {
     const cache = new TokenCache(undefined, clock.now);
     const resolve = (exchange: () => Promise<never> | Promise<{ access_token: string }>) =>
       cache.resolve({
-        request: {
-          clientId: 'c',
-          clientSecret: 's',
-          accessTokenUrl: 'https://idp.example/t',
-          grantType: 'g',
-          authMethod: 'client_secret_post',
-        },
+        request: SECRET_REQUEST,
         tokenUrl: 'https://idp.example/t',
         noCache: false,
         arrivedAt: clock.now(),

@@ -7,7 +7,7 @@ import { TableCalls, tableErrorName } from '../../lambda/cache/table-calls';
 import { loadConfig } from '../../lambda/config';
 import { createHandler } from '../../lambda/handler';
 import { powertoolsObservability } from '../../lambda/observability';
-import { bodyOf, tokenEvent } from '../support/events';
+import { bodyOf, SECRET_REQUEST, tokenEvent } from '../support/events';
 import { freshInstance, type Instance, issuingIdp, testClock } from '../support/fleet';
 import { startHandlerProcess } from '../support/handler-process';
 import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../support/shared-table';
@@ -371,13 +371,7 @@ describe('TOKEN_CACHE=shared and a bug in the exchange', () => {
       clock: Date.now,
     });
     const ask = {
-      request: {
-        clientId: 'c',
-        clientSecret: 's',
-        accessTokenUrl: 'https://idp.example/t',
-        grantType: 'g',
-        authMethod: 'client_secret_post',
-      },
+      request: SECRET_REQUEST,
       requestText: 'faults-bug',
       holdKey: 'faults-bug',
       known: undefined,

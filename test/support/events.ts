@@ -50,6 +50,15 @@ export function formEvent(fields: Record<string, string>, options: EventOptions 
 }
 
 /** Observability that keeps each request's record in memory instead of printing it. */
+/** A parsed client-secret request, for tests that drive the cache without the handler (no IdP is reached at this URL). */
+export const SECRET_REQUEST = {
+  clientId: 'c',
+  clientSecret: 's',
+  accessTokenUrl: 'https://idp.example/t',
+  grantType: 'g',
+  authMethod: 'client_secret_post',
+} as const;
+
 export function recordingObservability(): Observability & { records: RequestRecord[] } {
   const records: RequestRecord[] = [];
   return { records, record: (entry) => records.push(entry) };

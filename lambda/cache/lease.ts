@@ -35,7 +35,6 @@ export class Claim {
   private writes: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private renewing = true;
-  private lost = false;
 
   constructor(
     private readonly calls: TableCalls,
@@ -57,21 +56,20 @@ export class Claim {
     clearTimeout(this.timer);
   }
 
-  /** Replace the claim with the outcome, after any renewal in flight, unless another instance took the key over. */
+  /**
+   * Replace the claim with the outcome, after any renewal in flight, unless another instance took the
+   * key over: then the claim's revision has moved on, and the write's condition refuses it.
+   */
   async settle(outcome: SealedState): Promise<void> {
     this.stop();
     await this.writes;
-    if (this.lost) return;
     await this.calls.put(this.itemKey, outcome, { rev: this.rev });
   }
 
   private async renew(): Promise<void> {
     const written = await this.calls.put(this.itemKey, this.lease, { rev: this.rev });
     // A refused condition means another instance counted this holder as gone and took over.
-    if (written === FAILED || 'lost' in written) {
-      this.lost = written !== FAILED;
-      return;
-    }
+    if (written === FAILED || 'lost' in written) return;
     this.rev = written.rev;
     if (this.renewing) this.keepAlive();
   }

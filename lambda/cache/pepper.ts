@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { CacheReport } from './report';
 import { tableErrorName } from './table-calls';
@@ -23,52 +24,34 @@ const RETRY_AFTER_MS = 1000;
  */
 export function secretsManagerPepper(secretId: string, clock: () => number): PepperSource {
   const client = new SecretsManagerClient({ maxAttempts: 2 });
-  let pepper: Buffer | undefined;
-  // The load under way: the pepper, or the name of what went wrong.
-  let loading: Promise<Buffer | string> | undefined;
-  let failure = { at: Number.NEGATIVE_INFINITY, name: 'PepperUnavailable' };
+  // When the latest load failed; none while it runs, so that requests meanwhile wait for it rather than start another.
+  let failedAt: number | undefined;
+  // The latest load: under way, or settled with the pepper or with the name of what went wrong.
+  let latest: Promise<Buffer | string>;
 
-  const load = (): Promise<Buffer | string> => {
-    const loaded = client
+  const load = (): void => {
+    failedAt = undefined;
+    latest = client
       .send(new GetSecretValueCommand({ SecretId: secretId }), { abortSignal: AbortSignal.timeout(LOAD_LIMIT_MS) })
       .then(({ SecretString: value }) => {
         if (value === undefined || value.length < MIN_PEPPER_CHARACTERS) throw Object.assign(new Error(), { name: 'PepperTooShort' });
-        pepper = Buffer.from(value, 'utf8');
-        return pepper;
+        return Buffer.from(value, 'utf8');
       })
       .catch((error: unknown) => {
-        failure = { at: clock(), name: tableErrorName(error) };
-        return failure.name;
-      })
-      .finally(() => {
-        loading = undefined;
+        failedAt = clock();
+        return tableErrorName(error);
       });
-    loading = loaded;
-    return loaded;
   };
-  void load();
+  load();
 
   return {
     async get(budgetMs, report) {
-      if (pepper) return pepper;
-      const pending = loading ?? (clock() - failure.at >= RETRY_AFTER_MS ? load() : undefined);
-      const loaded = pending ? await within(pending, budgetMs) : failure.name;
+      if (failedAt !== undefined && clock() - failedAt >= RETRY_AFTER_MS) load();
+      // A settled load answers at once: with the pepper, or with what went wrong within the second.
+      const loaded = await Promise.race([latest, sleep(budgetMs, 'PepperTimeout')]);
       if (typeof loaded !== 'string') return loaded;
       report.tableError = loaded;
       return undefined;
     },
   };
-}
-
-/** The promise's value if it settles within `ms`, else `PepperTimeout`. */
-async function within(promise: Promise<Buffer | string>, ms: number): Promise<Buffer | string> {
-  let timer: NodeJS.Timeout | undefined;
-  const outOfTime = new Promise<string>((resolve) => {
-    timer = setTimeout(() => resolve('PepperTimeout'), ms);
-  });
-  try {
-    return await Promise.race([promise, outOfTime]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

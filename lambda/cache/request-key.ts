@@ -20,11 +20,10 @@ export function cacheable(request: TokenRequest): request is SecretRequest {
  * tokens apart without anyone remembering to list it here.
  */
 export function requestText(request: SecretRequest, tokenUrl: string): string {
-  const fields = Object.entries({ ...request, accessTokenUrl: tokenUrl })
-    .filter(([name]) => name !== 'clientSecret')
-    // Field names are unique, so no two compare equal.
-    .sort(([a], [b]) => (a < b ? -1 : 1));
-  return JSON.stringify(fields);
+  const fields: Record<string, unknown> = { ...request, accessTokenUrl: tokenUrl };
+  const names = Object.keys(fields).filter((name) => name !== 'clientSecret');
+  // In code unit order: the text is part of a stored format (the item key), so it never depends on a locale.
+  return JSON.stringify(names.sort().map((name) => [name, fields[name]]));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createCipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { openState, sealState } from '../../lambda/cache/item-state';
 import { holdItemKeys, type ItemKeys, open, requestItemKeys, seal } from '../../lambda/cache/sealed-item';
@@ -79,6 +79,17 @@ describe('holdItemKeys', () => {
     expect(holdItemKeys(Buffer.from('another pepper'), '["service-a","https://idp.example.com/token"]').itemKey).not.toBe(keys.itemKey);
     expect(holdItemKeys(PEPPER, '["service-b","https://idp.example.com/token"]').itemKey).not.toBe(keys.itemKey);
     expect(keys.itemKey).not.toBe(requestItemKeys(PEPPER, '', TEXT).itemKey);
+  });
+
+  it('is HKDF-SHA-256 with the pepper as keying material and a hash of the hold key as salt, the same in every version', () => {
+    const holdKey = '["service-a","https://idp.example.com/token"]';
+    const salt = createHash('sha256').update(`${DOMAIN}/hold\0${holdKey}`).digest();
+    const okm = Buffer.from(hkdfSync('sha256', PEPPER, salt, `${DOMAIN}/hold-keys`, 64));
+
+    const keys = holdItemKeys(PEPPER, holdKey);
+
+    expect(keys).toEqual({ sealKey: okm.subarray(0, 32), itemKey: okm.subarray(32).toString('base64url') });
+    expect(keys.itemKey).toBe('772URD52og44Zq1AdnHIMYfYZobHMa607cWGj-8EnWQ');
   });
 });
 

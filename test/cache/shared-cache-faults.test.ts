@@ -3,8 +3,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { sealState } from '../../lambda/cache/item-state';
 import { callLimitFor, SharedTier } from '../../lambda/cache/shared-tier';
+import { TokenCache } from '../../lambda/cache/token-cache';
 import { TableCalls, tableErrorName } from '../../lambda/cache/table-calls';
 import { loadConfig } from '../../lambda/config';
+import type { ExchangeError } from '../../lambda/errors';
 import { createHandler } from '../../lambda/handler';
 import { powertoolsObservability } from '../../lambda/observability';
 import { bodyOf, SECRET_REQUEST, tokenEvent } from '../support/events';
@@ -59,6 +61,12 @@ function callsFor(requestBody: Record<string, unknown>): { operation: string; bo
 async function sealedNow(requestBody: Record<string, unknown>): Promise<string | undefined> {
   const item = (await table.scan()).find((row) => row.pk?.S === table.keysOf(requestBody).itemKey);
   return item?.state?.B && Buffer.from(item.state.B).toString('base64');
+}
+
+/** The shared tier itself, over the proxy, for tests that drive it (or a TokenCache on it) without the handler. */
+function directTier(): SharedTier {
+  const pepper = { get: async () => Buffer.alloc(32, 7) };
+  return new SharedTier({ tableName: table.tableName, upstreamTimeoutMs: 3000, callLimitMs: 600, pepper, clock: Date.now });
 }
 
 async function until(condition: () => Promise<boolean>, ms = 5000): Promise<void> {
@@ -363,13 +371,7 @@ describe('TOKEN_CACHE=shared and a claim that has run out', () => {
 describe('TOKEN_CACHE=shared and a bug in the exchange', () => {
   it('stops renewing its claim, so that waiters take over as from a holder that died', async () => {
     // Prepare: the shared tier itself, over the proxy, its exchange throwing what no IdP failure is
-    const tier = new SharedTier({
-      tableName: table.tableName,
-      upstreamTimeoutMs: 3000,
-      callLimitMs: 600,
-      pepper: { get: async () => Buffer.alloc(32, 7) },
-      clock: Date.now,
-    });
+    const tier = directTier();
     const ask = {
       request: SECRET_REQUEST,
       requestText: 'faults-bug',
@@ -391,6 +393,69 @@ describe('TOKEN_CACHE=shared and a bug in the exchange', () => {
     // Assess: the claim was written once and never renewed
     const writes = proxy.received.filter((call) => call.operation.endsWith('.PutItem'));
     expect(writes).toHaveLength(1);
+  });
+});
+
+describe('TOKEN_CACHE=shared: a claim renewed as its exchange ends', () => {
+  it('is settled once the renewal in flight has landed, and renewed no more', async () => {
+    // Prepare: every table call takes 300 ms, so the first renewal (250 ms after the claim landed) is
+    // still in flight when the 400 ms exchange ends
+    const tier = directTier();
+    proxy.received.length = 0;
+    proxy.set({ kind: 'delay', ms: 300 });
+
+    // Act: then as long as another renewal would take to be sent
+    const outcome = await tier.fetch({
+      request: SECRET_REQUEST,
+      requestText: 'faults-renewal-in-flight',
+      holdKey: 'faults-renewal-in-flight',
+      known: undefined,
+      refresh: false,
+      noCache: false,
+      arrivedAt: Date.now(),
+      deadline: performance.now() + 3000,
+      report: {},
+      exchange: () => sleep(400).then(() => ({ access_token: 'renewed-once', expires_in: 3600 })),
+    });
+    await sleep(600);
+    proxy.set({ kind: 'pass' });
+
+    // Assess: the claim, its one renewal, the outcome; nothing after it
+    expect(outcome).toMatchObject({ kind: 'token', from: 'idp' });
+    expect(proxy.received.filter((call) => call.operation.endsWith('.PutItem'))).toHaveLength(3);
+  });
+});
+
+describe('TOKEN_CACHE=shared: requests that shared a wait the deadline ended', () => {
+  it('ends each at its own deadline: one whose deadline has passed joins no exchange started after it', async () => {
+    // Prepare: on one instance, a holder's claim on the key, its IdP answering in 1.5 s; on another, three requests
+    // share one wait: the first with 400 ms, then one with 3 s, then one whose deadline came before the first's
+    const [holder, waiter] = [new TokenCache(directTier(), Date.now), new TokenCache(directTier(), Date.now)];
+    const ask = (deadline: number, token: string) => ({
+      request: { ...SECRET_REQUEST, clientId: 'faults-client-deadline-retry' },
+      tokenUrl: 'https://idp.example/t',
+      noCache: false,
+      arrivedAt: Date.now(),
+      deadline,
+      exchange: async () => ({ access_token: token, expires_in: 3600 }),
+      report: {},
+    });
+    const slowly = () => sleep(1500).then(() => ({ access_token: 'holder', expires_in: 3600 }));
+    const held = holder.resolve({ ...ask(performance.now() + 3000, 'holder'), exchange: slowly });
+    await sleep(200);
+
+    // Act
+    const firstDeadline = performance.now() + 400;
+    const first = waiter.resolve(ask(firstDeadline, 'first'));
+    const patient = waiter.resolve(ask(performance.now() + 3000, 'patient'));
+    const late = waiter.resolve(ask(firstDeadline - 50, 'late'));
+    const settled = await Promise.allSettled([first, patient, late, held]);
+
+    // Assess: the wait ended as 504s at the first deadline; the patient request waited again, for the holder's token
+    const answers = settled.map((result) =>
+      result.status === 'fulfilled' ? result.value.token.access_token : (result.reason as ExchangeError).statusCode,
+    );
+    expect(answers).toEqual([504, 'holder', 504, 'holder']);
   });
 });
 
@@ -650,13 +715,31 @@ describe('TOKEN_CACHE=shared and its pepper', () => {
     expect(callsFor(requestBody)).toEqual([]);
   });
 
-  it('refuses a pepper shorter than 32 characters', async () => {
-    table.secrets.set('short-pepper', 'x'.repeat(31));
+  it.each([
+    [31, 'PepperTooShort'],
+    [32, undefined],
+  ])('takes a pepper of %p characters with the table error %p', async (length, error) => {
+    table.secrets.set(`pepper-of-${length}`, 'x'.repeat(length));
 
-    const member = instance({ TOKEN_CACHE_PEPPER_SECRET: 'short-pepper' });
-    await member.handle(tokenEvent(body('faults-client-short-pepper')));
+    const member = instance({ TOKEN_CACHE_PEPPER_SECRET: `pepper-of-${length}` });
+    await member.handle(tokenEvent(body(`faults-client-pepper-of-${length}`)));
 
-    expect(member.records[0]?.cache_error).toBe('PepperTooShort');
+    expect(member.records[0]?.cache_error).toBe(error);
+  });
+
+  it('gives a failing Secrets Manager two attempts a load', async () => {
+    const secrets = await startTableProxy(table.secrets.endpoint);
+    secrets.set({ kind: 'error', status: 500, type: 'InternalServiceError' });
+    try {
+      await withSecretsAt(secrets.endpoint, async () => {
+        // Loading the handler module builds the deployed handler too: two instances, a load each
+        instance();
+        await sleep(1500);
+      });
+      expect(secrets.received).toHaveLength(4);
+    } finally {
+      await secrets.close();
+    }
   });
 
   it('waits for a slow pepper no longer than a call limit, and loads it again once the slow load has been given up', async () => {
@@ -673,6 +756,8 @@ describe('TOKEN_CACHE=shared and its pepper', () => {
         const started = performance.now();
         const first = await member.handle(tokenEvent(body('faults-client-slow-pepper')));
         const waited = performance.now() - started;
+        // The function's two handlers loading, and nothing more: a request waits for the load under way
+        const loadsMeanwhile = secrets.received.length;
         secrets.set({ kind: 'pass' });
         // The load gives up 2 s after it started; a request a second after that loads it again.
         await sleep(2100 - waited);
@@ -681,6 +766,7 @@ describe('TOKEN_CACHE=shared and its pepper', () => {
 
         // Assess
         expect(first.statusCode).toBe(200);
+        expect(loadsMeanwhile).toBe(2);
         expect(member.records[0]?.cache_error).toBe('PepperTimeout');
         expect(waited).toBeLessThan(1500);
         expect(member.records[1]?.cache_error).toBeUndefined();

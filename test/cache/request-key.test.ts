@@ -1,0 +1,44 @@
+import { cacheable, holdKey, memoryKey, requestText } from '../../lambda/cache/request-key';
+import { SECRET_REQUEST } from '../support/events';
+
+const URL = 'https://idp.example/t';
+
+describe('requestText', () => {
+  it('holds every field but the secret, by name in code unit order, with the token URL as the policy normalised it', () => {
+    const request = { ...SECRET_REQUEST, scope: 'read write', audience: 'api', clientSecret: 'request-key-test-secret' };
+
+    const text = requestText(request, `${URL}?normalised`);
+
+    // A stored format: shared items are keyed by it, across deployments
+    expect(text).toBe(
+      '[["accessTokenUrl","https://idp.example/t?normalised"],["audience","api"],["authMethod","client_secret_post"],' +
+        '["clientId","c"],["grantType","g"],["scope","read write"]]',
+    );
+    expect(text).not.toContain('request-key-test-secret');
+  });
+
+  it('is the same whatever order the fields came in', () => {
+    const { clientId, ...rest } = { ...SECRET_REQUEST, Zeta: 'z', zeta: 'y' };
+
+    expect(requestText({ ...rest, clientId }, URL)).toBe(requestText({ clientId, ...rest }, URL));
+    expect(JSON.parse(requestText({ clientId, ...rest }, URL)).map(([name]: [string]) => name)).toEqual([
+      'Zeta',
+      'accessTokenUrl',
+      'authMethod',
+      'clientId',
+      'grantType',
+      'zeta',
+    ]);
+  });
+});
+
+describe('memoryKey and holdKey', () => {
+  it('keep secrets and clients apart, and a hold is one client id at one token URL', () => {
+    const other = { ...SECRET_REQUEST, clientSecret: 'another' };
+
+    expect(memoryKey(other, URL)).not.toBe(memoryKey(SECRET_REQUEST, URL));
+    expect(memoryKey(SECRET_REQUEST, URL)).toBe(memoryKey({ ...SECRET_REQUEST }, URL));
+    expect(holdKey('c', URL)).toBe('["c","https://idp.example/t"]');
+    expect(cacheable(SECRET_REQUEST)).toBe(true);
+  });
+});

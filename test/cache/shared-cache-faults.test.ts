@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { sealState } from '../../lambda/cache/item-state';
+import type { Exchange, Outcome } from '../../lambda/cache/outcome';
 import { callLimitFor, SharedTier } from '../../lambda/cache/shared-tier';
 import { TokenCache } from '../../lambda/cache/token-cache';
 import { TableCalls, tableErrorName } from '../../lambda/cache/table-calls';
@@ -67,6 +68,12 @@ async function sealedNow(requestBody: Record<string, unknown>): Promise<string |
 function directTier(): SharedTier {
   const pepper = { get: async () => Buffer.alloc(32, 7) };
   return new SharedTier({ tableName: table.tableName, upstreamTimeoutMs: 3000, callLimitMs: 600, pepper, clock: Date.now });
+}
+
+/** One fetch of a new shared tier for `key`, with a deadline of 3 s. */
+function directFetch(key: string, exchange: Exchange): Promise<Outcome> {
+  const ask = { request: SECRET_REQUEST, requestText: key, holdKey: key, known: undefined, refresh: false, noCache: false };
+  return directTier().fetch({ ...ask, arrivedAt: Date.now(), deadline: performance.now() + 3000, report: {}, exchange });
 }
 
 async function until(condition: () => Promise<boolean>, ms = 5000): Promise<void> {
@@ -371,22 +378,10 @@ describe('TOKEN_CACHE=shared and a claim that has run out', () => {
 describe('TOKEN_CACHE=shared and a bug in the exchange', () => {
   it('stops renewing its claim, so that waiters take over as from a holder that died', async () => {
     // Prepare: the shared tier itself, over the proxy, its exchange throwing what no IdP failure is
-    const tier = directTier();
-    const ask = {
-      request: SECRET_REQUEST,
-      requestText: 'faults-bug',
-      holdKey: 'faults-bug',
-      known: undefined,
-      refresh: false,
-      noCache: false,
-      arrivedAt: Date.now(),
-      deadline: performance.now() + 3000,
-      report: {},
-    } as const;
     proxy.received.length = 0;
 
     // Act: the bug comes 100 ms into the exchange; then as long as three renewals would take
-    const failing = tier.fetch({ ...ask, exchange: () => sleep(100).then(() => Promise.reject(new TypeError('a bug'))) });
+    const failing = directFetch('faults-bug', () => sleep(100).then(() => Promise.reject(new TypeError('a bug'))));
     await expect(failing).rejects.toThrow(TypeError);
     await sleep(800);
 
@@ -400,23 +395,12 @@ describe('TOKEN_CACHE=shared: a claim renewed as its exchange ends', () => {
   it('is settled once the renewal in flight has landed, and renewed no more', async () => {
     // Prepare: every table call takes 300 ms, so the first renewal (250 ms after the claim landed) is
     // still in flight when the 400 ms exchange ends
-    const tier = directTier();
     proxy.received.length = 0;
     proxy.set({ kind: 'delay', ms: 300 });
 
     // Act: then as long as another renewal would take to be sent
-    const outcome = await tier.fetch({
-      request: SECRET_REQUEST,
-      requestText: 'faults-renewal-in-flight',
-      holdKey: 'faults-renewal-in-flight',
-      known: undefined,
-      refresh: false,
-      noCache: false,
-      arrivedAt: Date.now(),
-      deadline: performance.now() + 3000,
-      report: {},
-      exchange: () => sleep(400).then(() => ({ access_token: 'renewed-once', expires_in: 3600 })),
-    });
+    const exchange = () => sleep(400).then(() => ({ access_token: 'renewed-once', expires_in: 3600 }));
+    const outcome = await directFetch('faults-renewal-in-flight', exchange);
     await sleep(600);
     proxy.set({ kind: 'pass' });
 

@@ -35,16 +35,17 @@ export function secretsManagerPepper(secretId: string, clock: () => number): Pep
       .send(new GetSecretValueCommand({ SecretId: secretId }), { abortSignal: AbortSignal.timeout(LOAD_LIMIT_MS) })
       .then(({ SecretString: value }) => {
         if (value === undefined || value.length < MIN_PEPPER_CHARACTERS) throw Object.assign(new Error(), { name: 'PepperTooShort' });
-        return Buffer.from(value, 'utf8');
+        const pepper = Buffer.from(value, 'utf8');
+        // Kept for the instance's life: from now on a request has it at once, with no wait to bound.
+        source.get = async () => pepper;
+        return pepper;
       })
       .catch((error: unknown) => {
         failedAt = clock();
         return tableErrorName(error);
       });
   };
-  load();
-
-  return {
+  const source: PepperSource = {
     async get(budgetMs, report) {
       if (failedAt !== undefined && clock() - failedAt >= RETRY_AFTER_MS) load();
       // A settled load answers at once: with the pepper, or with what went wrong within the second.
@@ -54,4 +55,6 @@ export function secretsManagerPepper(secretId: string, clock: () => number): Pep
       return undefined;
     },
   };
+  load();
+  return source;
 }

@@ -43,8 +43,5 @@ export const row = (...cells: (string | number)[]): string => `| ${cells.join(' 
 export const table = (head: string[], rows: string[], numeric = true): string =>
   [row(...head), row(...head.map((_, i) => (i > 0 && numeric ? '---:' : '---'))), ...rows].join('\n');
 export const section = (heading: string, what: string, head: string[], rows: string[]) => `${heading}\n\n${what}:\n\n${table(head, rows)}`;
-export function tally(values: string[]): string {
-  const counted = new Map<string, number>();
-  for (const value of values) counted.set(value, (counted.get(value) ?? 0) + 1);
-  return [...counted].map(([name, count]) => `${count} ${name}`).join(', ') || 'none';
-}
+export const tally = (values: string[]): string =>
+  [...new Set(values)].map((name) => `${values.filter((value) => value === name).length} ${name}`).join(', ') || 'none';

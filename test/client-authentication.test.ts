@@ -402,6 +402,7 @@ describe('resource (RFC 8707)', () => {
     ['a fragment', 'https://api.example.com/#orders', NOT_URIS],
     ['a space', 'https://api.example.com/a b', NOT_URIS],
     ['a bad percent-escape', 'https://api.example.com/%zz', NOT_URIS],
+    ['a percent-escape cut short', 'https://api.example.com/%4', NOT_URIS],
     ['a non-ASCII character', 'https://api.example.com/ü', NOT_URIS],
     ['nothing after the scheme', 'https:', NOT_URIS],
     ['an empty string', '', NOT_URIS],

@@ -385,10 +385,11 @@ describe('400 invalid_request', () => {
     await invalid(tokenEvent(request({ [field]: value })), description);
   });
 
-  it('accepts a one-character audience', async () => {
-    const result = await idp.handle(tokenEvent(request({ audience: 'a' })));
+  it('accepts a one-character client_id and audience', async () => {
+    const result = await idp.handle(tokenEvent(request({ client_id: 'c', audience: 'a' })));
 
     expect(result.statusCode).toBe(200);
+    expect(atob(idp.server.received[0]?.headers.authorization?.slice('Basic '.length) ?? '').split(':')[0]).toBe('c');
     expect(idp.server.received[0]?.form.get('audience')).toBe('a');
   });
 
@@ -783,6 +784,16 @@ describe('events made by hand', () => {
   it('reads the content type whatever the case of its header name', async () => {
     const event = tokenEvent(new URLSearchParams(request() as Record<string, string>).toString(), { contentType: null });
     event.headers['Content-Type'] = 'application/x-www-form-urlencoded';
+
+    const result = await idp.handle(event);
+
+    expect(result.statusCode).toBe(200);
+  });
+
+  it('reads the lower-case header name first when a direct invoke sends two cases of it', async () => {
+    // Prepare: API Gateway's own (lower-case) name, after another case of it with another value
+    const event = tokenEvent(request(), { contentType: null });
+    event.headers = { 'Content-Type': 'text/plain', 'content-type': 'application/json' };
 
     const result = await idp.handle(event);
 

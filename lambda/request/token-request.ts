@@ -161,7 +161,7 @@ function decodeBody(body: string, isBase64Encoded: boolean): string {
     if (decoded.length > MAX_BODY_BYTES) throw tooLarge();
     return decoded.toString('utf8');
   }
-  if (body.length > MAX_BODY_BYTES || Buffer.byteLength(body, 'utf8') > MAX_BODY_BYTES) throw tooLarge();
+  if (Buffer.byteLength(body, 'utf8') > MAX_BODY_BYTES) throw tooLarge();
   return body;
 }
 

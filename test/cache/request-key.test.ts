@@ -1,5 +1,6 @@
-import { cacheable, holdKey, memoryKey, requestText } from '../../lambda/cache/request-key';
-import { SECRET_REQUEST } from '../support/events';
+import { cacheable, holdKey, memoryKey, requestText, type SecretRequest } from '../../lambda/cache/request-key';
+import { parseTokenRequest } from '../../lambda/request/token-request';
+import { SECRET_REQUEST, tokenEvent } from '../support/events';
 
 const URL = 'https://idp.example/t';
 
@@ -15,6 +16,18 @@ describe('requestText', () => {
         '["clientId","c"],["grantType","g"],["scope","read write"]]',
     );
     expect(text).not.toContain('request-key-test-secret');
+  });
+
+  it('of a request as parsed names only the fields it was sent, and the defaults', () => {
+    const event = tokenEvent({ client_id: 'c', client_secret: 'request-key-test-secret', access_token_url: URL });
+
+    const text = requestText(parseTokenRequest(event) as SecretRequest, URL);
+
+    // No scope, audience or resource: one read as absent (`null` in the text) would key every token anew
+    expect(text).toBe(
+      '[["accessTokenUrl","https://idp.example/t"],["authMethod","client_secret_basic"],["basicCredentialsEncoding","form"],' +
+        '["clientId","c"],["grantType","client_credentials"]]',
+    );
   });
 
   it('is the same whatever order the fields came in', () => {

@@ -661,9 +661,10 @@ describe('the deadline of a request by issuer', () => {
     // Act
     const { status, elapsed } = await timed(handle, request());
 
-    // Assess: a whole UPSTREAM_TIMEOUT_MS more would end past 1.5 times it.
+    // Assess: a whole UPSTREAM_TIMEOUT_MS more would end past 1.5 times it. Node's timers count whole
+    // milliseconds of the loop's time, so the two phases' timers may each fire up to 1 ms early.
     expect(status).toBe(504);
-    expect(elapsed).toBeGreaterThanOrEqual(timeoutMs - 1);
+    expect(elapsed).toBeGreaterThanOrEqual(timeoutMs - 3);
     expect(elapsed).toBeLessThan(timeoutMs + LATE_MS);
     expect(posts()).toHaveLength(1);
     expect(idp.observed.records[0]).toMatchObject({ outcome: 'upstream_timeout', metadata_status: 200 });

@@ -1,6 +1,7 @@
 // The shared token cache on a fleet (bench/fleet.ts); docs/BENCHMARKS.md says what each scenario shows and why.
 import { type AttributeValue, DynamoDBClient, GetItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { type Phase, phaseOf } from '../lambda/cache/lifetime';
+import { epochMs } from '../lambda/cache/time';
 import { callLimitFor } from '../lambda/cache/shared-tier';
 import { TABLE_SCHEMA } from '../lambda/cache/table-schema';
 import { type Answer, type Fleet, type Instance, TABLE } from './fleet';
@@ -22,8 +23,9 @@ const keyNames = (prefix: string, count: number): string[] => Array.from({ lengt
 const sum = (values: number[]): number => values.reduce((total, value) => total + value, 0);
 /** The first age (to 100 ms) at which a token of `expiresIn` seconds is in one of `phases`, as lambda/cache/lifetime.ts has it. */
 function ageAt(expiresIn: number, phases: Phase[]): { ms: number; phase: Phase } {
-  const entry = { token: { access_token: BENCH_TOKEN, expires_in: expiresIn }, receivedAt: 0 };
-  for (let age = 0; ; age += 100) if (phases.includes(phaseOf(entry, age))) return { ms: age, phase: phaseOf(entry, age) };
+  const entry = { token: { access_token: BENCH_TOKEN, expires_in: expiresIn }, receivedAt: epochMs(0) };
+  for (let age = 0; ; age += 100)
+    if (phases.includes(phaseOf(entry, epochMs(age)))) return { ms: age, phase: phaseOf(entry, epochMs(age)) };
 }
 /** Each scenario judges its targets and returns its markdown, or nothing when its lines of the targets table say it all. */
 export async function sharedCache(fleet: Fleet): Promise<string> {

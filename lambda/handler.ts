@@ -1,8 +1,8 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { noCacheRequested } from './request/cache-control';
 import type { CacheReport } from './cache/report';
-import { remaining } from './cache/outcome';
 import { createTokenCache } from './cache/token-cache';
+import { leftUntil, monoMs, realRuntime } from './cache/time';
 import { type Config, loadConfig } from './config';
 import { ExchangeError } from './errors';
 import { exchangeToken, type IdpToken, type UpstreamReport } from './upstream/exchange';
@@ -30,15 +30,16 @@ export function createHandler(
   observability: Observability = powertoolsObservability(config.logLevel),
   clock: () => number = Date.now,
 ): TokenHandler {
-  const cache = createTokenCache(config.tokenCache, config.upstreamTimeoutMs, clock);
+  const runtime = realRuntime(clock);
+  const cache = createTokenCache(config.tokenCache, config.upstreamTimeoutMs, runtime);
   const resolveEndpoint = createEndpointResolver(config.allowlist);
 
   return async (event: unknown, context) => {
     if (!isTokenRoute(event)) return notFoundResponse();
-    const started = performance.now();
-    const arrivedAt = clock();
+    const started = runtime.mono();
+    const arrivedAt = runtime.epoch();
     // One deadline for everything the request does: the issuer's metadata, table calls, waits and the IdP.
-    const deadline = started + config.upstreamTimeoutMs;
+    const deadline = monoMs(started + config.upstreamTimeoutMs);
     const metadata: MetadataReport = {};
     const upstream: UpstreamReport = {};
     const cached: CacheReport = {};
@@ -56,7 +57,7 @@ export function createHandler(
         response = jsonResponse(200, answer.token, { 'x-token-cache': answer.header });
       } else {
         // What is left of the deadline once the issuer's metadata, if any, was read.
-        response = jsonResponse(200, await exchange(Math.max(1, remaining(deadline))));
+        response = jsonResponse(200, await exchange(Math.max(1, leftUntil(deadline, runtime.mono()))));
       }
       record.outcome = 'ok';
     } catch (error) {

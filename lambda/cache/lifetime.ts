@@ -1,9 +1,15 @@
 import type { IdpToken } from '../upstream/exchange';
+import { CLOCK_TOLERANCE_MS, type EpochMs, epochMs } from './time';
 
-/** A token the cache keeps: the IdP's answer as received, and when it arrived (epoch ms). */
+/**
+ * A token the cache keeps: the IdP's answer as received, and when it arrived. One another instance
+ * received (`fleet`) was dated by that instance's clock, so its phases are judged as if it were older
+ * by the clocks' tolerance: it is never served past its life because of a clock that ran ahead.
+ */
 export interface Entry {
   readonly token: IdpToken;
-  readonly receivedAt: number;
+  readonly receivedAt: EpochMs;
+  readonly fleet?: true;
 }
 
 /** Where a kept token is in its life, which decides how a request for it is answered. */
@@ -36,9 +42,9 @@ export function keepable(token: IdpToken): boolean {
  * The phase of a kept token at `now`. Stale at `expires_in` less the margin; refreshed ahead from the
  * later of half its life and 30 s before it goes stale; expired at `expires_in`.
  */
-export function phaseOf(entry: Entry, now: number): Phase {
+export function phaseOf(entry: Entry, now: EpochMs): Phase {
   const lifetime = lifetimeMs(entry.token);
-  const age = now - entry.receivedAt;
+  const age = ageOf(entry, now);
   if (!(age < lifetime)) return 'expired';
   const { opens, staleAfter } = refreshWindow(lifetime);
   if (age >= staleAfter) return 'stale';
@@ -56,21 +62,33 @@ function refreshWindow(lifetime: number): { opens: number; staleAfter: number } 
  * refresh it at `now`: from the middle of its refresh window, in case the instance that asked has gone.
  * Before that, the fleet leaves the refresh to that instance and does not race for the table.
  */
-export function openToFleet(entry: Entry, now: number): boolean {
+export function openToFleet(entry: Entry, now: EpochMs): boolean {
   const { opens, staleAfter } = refreshWindow(lifetimeMs(entry.token));
-  return now - entry.receivedAt >= (opens + staleAfter) / 2;
+  return ageOf(entry, now) >= (opens + staleAfter) / 2;
 }
 
-/** When a kept token expires (epoch ms). */
-export function expiresAt(entry: Entry): number {
-  return entry.receivedAt + lifetimeMs(entry.token);
+function ageOf(entry: Entry, now: EpochMs): number {
+  return now - entry.receivedAt + (entry.fleet ? CLOCK_TOLERANCE_MS : 0);
+}
+
+/** When a kept token expires. */
+export function expiresAt(entry: Entry): EpochMs {
+  return epochMs(entry.receivedAt + lifetimeMs(entry.token));
+}
+
+/**
+ * Until when a kept token proves its key (the secret got a token, so it is the client's own): while
+ * it lives and for one lifetime after it expired. A hold earned by a proven key holds the whole client.
+ */
+export function provesUntil(entry: Entry): EpochMs {
+  return epochMs(entry.receivedAt + 2 * lifetimeMs(entry.token));
 }
 
 /**
  * The kept token as a caller receives it: `expires_in` and `ext_expires_in` (Entra ID) lowered by the
  * whole seconds elapsed since the IdP answered, each in the type the IdP used.
  */
-export function answerFrom(entry: Entry, now: number): IdpToken {
+export function answerFrom(entry: Entry, now: EpochMs): IdpToken {
   const elapsed = Math.ceil(Math.max(0, now - entry.receivedAt) / 1000);
   const token = { ...entry.token, expires_in: lowered(entry.token.expires_in, elapsed) };
   if ('ext_expires_in' in token) token.ext_expires_in = lowered(token.ext_expires_in, elapsed);

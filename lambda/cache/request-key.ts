@@ -36,7 +36,12 @@ export function memoryKey(request: SecretRequest, tokenUrl: string): string {
     .digest('base64url');
 }
 
-/** What a hold applies to: one client id at one token URL (the whole URL, query included), whatever the secret. */
-export function holdKey(clientId: string, tokenUrl: string): string {
+/** The hold item of one client id at one token URL (the whole URL, query included), whatever the secret. */
+export function clientHoldKey(clientId: string, tokenUrl: string): string {
   return JSON.stringify([clientId, tokenUrl]);
+}
+
+/** The hold item of one client id's `private_key_jwt` requests at one token URL: what such a request's hold covers. */
+export function assertionHoldKey(clientId: string, tokenUrl: string): string {
+  return JSON.stringify([clientId, tokenUrl, 'private_key_jwt']);
 }

@@ -1,9 +1,9 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 
 // Every derivation and every seal is bound to this label, so nothing made here can be confused with
-// a value of another purpose or of another format (v1 items, derived without a pepper, never open).
+// a value of another purpose. The version byte keeps items of another format shut: they never open.
 const DOMAIN = 'token-exchange/shared-token-cache/v2';
-const FORMAT_VERSION = 2;
+const FORMAT_VERSION = 3;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 // The plaintext is padded to a multiple of this, so an item's length says little about what it holds.

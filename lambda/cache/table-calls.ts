@@ -1,139 +1,137 @@
-import { randomBytes } from 'node:crypto';
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
-  type DynamoDBClient,
+  DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
   type PutItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { TABLE_SCHEMA } from './table-schema';
-import { remaining } from './outcome';
-import type { CacheReport } from './report';
 import type { SealedState } from './item-state';
+import type { Expected } from './protocol';
+import type { CacheReport } from './report';
 
 const { partitionKey, timeToLiveAttribute, attributes } = TABLE_SCHEMA;
 
 /** An item's attributes of the expected types; anything else is as good as absent. */
 export interface StoredItem {
+  /** The item's revision when it is a string (what this service writes); undefined for none or any other type. */
   readonly rev: string | undefined;
   readonly expiresSeconds: number | undefined;
   readonly sealed: Uint8Array | undefined;
 }
 
-/** One read of an item (undefined: there is none), and when the call started and ended (`performance.now()`). */
-export interface Read {
-  readonly item: StoredItem | undefined;
-  readonly startedAt: number;
-  readonly endedAt: number;
-}
-
 /** A write that landed (its new revision), or a condition that failed, with the item that failed it when DynamoDB said. */
-export type Written = { readonly rev: string } | { readonly lost: Read | undefined };
+export type Written = { readonly rev: string } | { readonly lost: StoredItem | undefined };
 
-/** A call that failed or ran out of time: the request carries on without the table. */
+/** A call that failed or ran out of time: the request carries on without it. */
 export const FAILED = Symbol('failed');
 export type Failed = typeof FAILED;
 
-/** What a write expects to find: no item, an item at a revision (or at none), or anything. */
-export type Expected = Pick<StoredItem, 'rev'> | undefined | 'anything';
+/** How the shared tier reaches its table: one request's calls, each bounded. */
+export interface Table {
+  calls(report: CacheReport): TableCalls;
+}
+
+/** The table calls of one request. */
+export interface TableCalls {
+  /** The item, strongly consistent so a write of another instance is seen at once. */
+  get(itemKey: string): Promise<StoredItem | undefined | Failed>;
+  /** Write a sealed state under a new revision `rev`, if the item is still as expected. */
+  put(itemKey: string, state: SealedState, expected: Expected, rev: string): Promise<Written | Failed>;
+}
+
+/** The key of the read that warms the client up; no item key (43 base64url characters) is this. */
+const WARM_UP_KEY = 'warm-up';
 
 /**
- * The table calls of one request, each bounded by the call limit and by the request's deadline. After
- * a failure the request makes no more: the table is in trouble, and each call would only cost time.
+ * The table in DynamoDB, through a client made for it. Region, endpoint (AWS_ENDPOINT_URL_DYNAMODB) and
+ * credentials come the standard way, from the environment; one retry at most, within the call limit.
+ * One read goes out at once, its answer ignored: the SDK loads the rest of itself and opens its
+ * connection while the function initialises, rather than on the first request's hedge.
  */
-export class TableCalls {
-  private failed = false;
-  private inFlight = 0;
-  private busySince = 0;
+export function dynamoDbTable(tableName: string, callLimitMs: number): DynamoDbTable {
+  const client = new DynamoDBClient({ maxAttempts: 2 });
+  const warmUp = new GetItemCommand({ TableName: tableName, Key: { [partitionKey.name]: { S: WARM_UP_KEY } } });
+  client.send(warmUp, { abortSignal: AbortSignal.timeout(callLimitMs * 4) }).catch(() => undefined);
+  return new DynamoDbTable(client, tableName, callLimitMs);
+}
 
+/**
+ * The table in DynamoDB. Each call is bounded by the call limit alone, and fails alone: a slow read of
+ * one item never keeps a request from its other calls (the protocol's hedge keeps the caller from
+ * waiting on any of them). A refused condition comes back with the item that refused it (`ALL_OLD`),
+ * where the server returns one.
+ */
+export class DynamoDbTable implements Table {
   constructor(
     private readonly client: DynamoDBClient,
     private readonly tableName: string,
     private readonly callLimitMs: number,
-    private readonly deadline: number,
-    private readonly report: CacheReport,
   ) {}
 
-  /** The item, strongly consistent so a write of another instance is seen at once. */
-  async get(itemKey: string): Promise<Read | Failed> {
-    const startedAt = performance.now();
-    const answer = await this.call((abortSignal) =>
-      this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { [partitionKey.name]: { S: itemKey } }, ConsistentRead: true }),
-        { abortSignal },
-      ),
-    );
-    if (answer === FAILED) return FAILED;
-    return { item: answer.Item && storedItem(answer.Item), startedAt, endedAt: performance.now() };
-  }
-
-  /**
-   * Write a sealed state under a new revision, if the item is still as expected. A refused condition
-   * comes back with the item that refused it (DynamoDB's `ALL_OLD`), where the server returns one.
-   */
-  async put(itemKey: string, state: SealedState, expected: Expected): Promise<Written | Failed> {
-    const rev = randomBytes(12).toString('base64url');
-    const startedAt = performance.now();
-    const answer = await this.call(
-      (abortSignal) =>
-        this.client.send(
-          new PutItemCommand({
-            TableName: this.tableName,
-            Item: {
-              [partitionKey.name]: { S: itemKey },
-              [attributes.state]: { B: state.sealed },
-              [attributes.revision]: { S: rev },
-              [timeToLiveAttribute]: { N: String(state.expiresSeconds) },
-            },
-            ...condition(expected),
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-          { abortSignal },
-        ),
-      (refused) => ({ lost: refused.Item && { item: storedItem(refused.Item), startedAt, endedAt: performance.now() } }),
-    );
-    if (answer === FAILED) return FAILED;
-    return 'lost' in answer ? answer : { rev };
-  }
-
-  /**
-   * One call within the call limit and what is left of the deadline, timed into the report. A refused
-   * condition goes to `onRefused`; any other failure is reported by name and ends the request's use of
-   * the table. Running out of deadline is not the table's failure, and is not reported as one.
-   */
-  private async call<T, R = never>(
-    send: (abortSignal: AbortSignal) => Promise<T>,
-    onRefused?: (refused: ConditionalCheckFailedException) => R,
-  ): Promise<T | R | Failed> {
-    const left = remaining(this.deadline);
-    const budget = Math.min(this.callLimitMs, left);
-    if (this.failed || budget <= 0) return FAILED;
-    if (this.inFlight++ === 0) this.busySince = performance.now();
-    try {
-      return await send(AbortSignal.timeout(budget));
-    } catch (error) {
-      if (onRefused && error instanceof ConditionalCheckFailedException) return onRefused(error);
-      this.failed = true;
-      if (budget === this.callLimitMs || !isAbort(error)) this.report.tableError ??= tableErrorName(error);
-      return FAILED;
-    } finally {
-      // Wall time with at least one call out, so calls made side by side count once.
-      if (--this.inFlight === 0) {
-        this.report.tableLatencyMs = Math.round(((this.report.tableLatencyMs ?? 0) + performance.now() - this.busySince) * 10) / 10;
+  calls(report: CacheReport): TableCalls {
+    let inFlight = 0;
+    let busySince = 0;
+    // Wall time with at least one call out, so calls made side by side count once.
+    const timed = async <T>(call: () => Promise<T>): Promise<T> => {
+      if (inFlight++ === 0) busySince = performance.now();
+      try {
+        return await call();
+      } finally {
+        if (--inFlight === 0) report.tableLatencyMs = Math.round(((report.tableLatencyMs ?? 0) + performance.now() - busySince) * 10) / 10;
       }
-    }
+    };
+    const failed = (error: unknown): Failed => {
+      report.tableError ??= tableErrorName(error);
+      return FAILED;
+    };
+    return {
+      get: (itemKey) =>
+        timed(() =>
+          this.client
+            .send(new GetItemCommand({ TableName: this.tableName, Key: { [partitionKey.name]: { S: itemKey } }, ConsistentRead: true }), {
+              abortSignal: AbortSignal.timeout(this.callLimitMs),
+            })
+            .then((answer) => answer.Item && storedItem(answer.Item), failed),
+        ),
+      put: (itemKey, state, expected, rev) =>
+        timed(() =>
+          this.client
+            .send(
+              new PutItemCommand({
+                TableName: this.tableName,
+                Item: {
+                  [partitionKey.name]: { S: itemKey },
+                  [attributes.state]: { B: state.sealed },
+                  [attributes.revision]: { S: rev },
+                  [timeToLiveAttribute]: { N: String(state.expiresSeconds) },
+                },
+                ...condition(expected),
+                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+              }),
+              { abortSignal: AbortSignal.timeout(this.callLimitMs) },
+            )
+            .then(
+              (): Written => ({ rev }),
+              (error: unknown) =>
+                error instanceof ConditionalCheckFailedException ? { lost: error.Item && storedItem(error.Item) } : failed(error),
+            ),
+        ),
+    };
   }
 }
 
 function condition(
   expected: Expected,
 ): Pick<PutItemCommandInput, 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> {
-  if (expected === 'anything') return {};
-  if (expected === undefined)
-    return { ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: { '#pk': partitionKey.name } };
-  if (expected.rev === undefined) {
-    return { ConditionExpression: 'attribute_not_exists(#rev)', ExpressionAttributeNames: { '#rev': attributes.revision } };
+  if (expected === 'unversioned') {
+    // Absent, or written by someone else with no string revision: garbage to overwrite, once (an honest write leaves a string).
+    return {
+      ConditionExpression: 'NOT attribute_type(#rev, :string)',
+      ExpressionAttributeNames: { '#rev': attributes.revision },
+      ExpressionAttributeValues: { ':string': { S: 'S' } },
+    };
   }
   return {
     ConditionExpression: '#rev = :rev',
@@ -149,11 +147,6 @@ function storedItem(raw: Record<string, AttributeValue>): StoredItem {
     expiresSeconds: Number.isSafeInteger(expires) ? expires : undefined,
     sealed: raw[attributes.state]?.B,
   };
-}
-
-// The SDK throws Error objects only.
-function isAbort(error: unknown): boolean {
-  return (error as Error).name === 'AbortError';
 }
 
 /** A name that says what failed, never a message (which could hold a table name or a key). */

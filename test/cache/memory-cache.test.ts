@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { epochMs, monoMs, realRuntime } from '../../lambda/cache/time';
 import { TokenCache } from '../../lambda/cache/token-cache';
 import { loadConfig } from '../../lambda/config';
 import { destroyAgents } from '../../lambda/upstream/guarded-agents';
@@ -136,7 +137,7 @@ describe('TOKEN_CACHE=memory: a kept token', () => {
   });
 
   it('is forgotten least recently used first, beyond the instance bound', async () => {
-    const cache = new TokenCache(undefined, clock.now, 2);
+    const cache = new TokenCache(undefined, realRuntime(clock.now), 2);
     const request = (clientId: string) => ({
       clientId,
       clientSecret: 's',
@@ -149,8 +150,8 @@ describe('TOKEN_CACHE=memory: a kept token', () => {
         request: request(clientId),
         tokenUrl: 'https://idp.example/t',
         noCache: false,
-        arrivedAt: clock.now(),
-        deadline: performance.now() + 1000,
+        arrivedAt: epochMs(clock.now()),
+        deadline: monoMs(performance.now() + 1000),
         exchange: async () => ({ access_token: token, expires_in: 3600 }),
         report: {},
       });
@@ -167,14 +168,14 @@ describe('TOKEN_CACHE=memory: a kept token', () => {
 
 describe('TokenCache and a bug', () => {
   it('passes on what an exchange throws that is no IdP failure, and remembers nothing of it', async () => {
-    const cache = new TokenCache(undefined, clock.now);
+    const cache = new TokenCache(undefined, realRuntime(clock.now));
     const resolve = (exchange: () => Promise<never> | Promise<{ access_token: string }>) =>
       cache.resolve({
         request: SECRET_REQUEST,
         tokenUrl: 'https://idp.example/t',
         noCache: false,
-        arrivedAt: clock.now(),
-        deadline: performance.now() + 1000,
+        arrivedAt: epochMs(clock.now()),
+        deadline: monoMs(performance.now() + 1000),
         exchange,
         report: {},
       });
@@ -429,29 +430,47 @@ describe('TOKEN_CACHE=memory: remembered failures', () => {
 });
 
 describe('TOKEN_CACHE=memory: the IdP asks to wait', () => {
-  it('sends nothing to that token URL for that client id until its retry-after has passed, whatever the secret or scope', async () => {
-    // Prepare
+  it('holds every secret and scope of the client at that token URL once the IdP asked a key with a kept token to wait', async () => {
+    // Prepare: a kept token proves the key; once it is stale, the IdP asks to wait
+    await ask();
+    clock.advance(3_300_000);
     server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '30' }));
     const first = await ask();
 
     // Act
     clock.advance(10_500);
-    const held = await Promise.all([ask(), ask({ client_secret: 'another-secret', scope: 'write' })]);
+    const held = await Promise.all([ask({ client_secret: 'another-secret' }), ask({ scope: 'write' })]);
     server.answer(idp);
     const otherClient = await ask({ client_id: 'service-b' });
     const otherUrl = await ask({ access_token_url: `${server.origin}/token?tenant=b` });
     clock.advance(19_500);
-    const afterwards = await ask();
+    const afterwards = await ask({ scope: 'write' });
 
     // Assess
-    expect(first.headers?.['retry-after']).toBe('30');
+    expect([first.statusCode, first.headers?.['x-token-cache']]).toEqual([200, 'stale']);
     expect(held.map((answer) => [answer.statusCode, answer.headers?.['retry-after']])).toEqual([
       [503, '20'],
       [503, '20'],
     ]);
     expect([otherClient.statusCode, otherUrl.statusCode, afterwards.statusCode]).toEqual([200, 200, 200]);
-    expect(server.received).toHaveLength(4);
-    expect(records[1]).toMatchObject({ outcome: 'upstream_throttled', cache_remembered: 'hold' });
+    expect(server.received).toHaveLength(5);
+    expect(records[2]).toMatchObject({ outcome: 'upstream_throttled', cache_remembered: 'hold' });
+  });
+
+  it('holds only the key that earned a hold when no kept token proves it: a caller who knows only a client id cannot lock its owner out', async () => {
+    // Prepare: the IdP answers failing secrets with 429
+    server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '30' }));
+    const guessed = await ask({ client_secret: 'a-guess' });
+    const guessedAgain = await ask({ client_secret: 'a-guess' });
+
+    // Act
+    server.answer(idp);
+    const owner = await ask();
+
+    // Assess
+    expect([guessed.statusCode, guessedAgain.statusCode, guessedAgain.headers?.['retry-after']]).toEqual([503, 503, '30']);
+    expect([owner.statusCode, owner.headers?.['x-token-cache']]).toEqual([200, 'miss']);
+    expect(server.received).toHaveLength(2);
   });
 
   it('holds a no-cache request too', async () => {
@@ -462,32 +481,54 @@ describe('TOKEN_CACHE=memory: the IdP asks to wait', () => {
     expect(server.received).toHaveLength(1);
   });
 
-  it('holds private_key_jwt requests of the client, and a hold they get holds the others', async () => {
-    // Prepare: a caller-signed assertion (its shape is all that is checked before the IdP)
-    const segment = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
-    const keyed = {
-      client_secret: undefined,
-      client_assertion: `${segment({ alg: 'ES256' })}.${segment({ sub: 'service-a' })}.c2ln`,
-      client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
-    };
+  it("holds a client's private_key_jwt requests, and only them, once one of them was asked to wait", async () => {
+    // Prepare
     server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '5' }));
+    const throttled = await ask(KEYED);
 
     // Act
-    const throttled = await ask(keyed);
-    const heldSecret = await ask();
-    clock.advance(5000);
-    server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '5' }));
-    await ask();
-    const heldKeyed = await ask(keyed);
+    const heldKeyed = await ask(KEYED);
+    server.answer(idp);
+    const secret = await ask();
 
     // Assess
-    expect([throttled.statusCode, heldSecret.statusCode, heldKeyed.statusCode]).toEqual([503, 503, 503]);
+    expect([throttled.statusCode, heldKeyed.statusCode, secret.statusCode]).toEqual([503, 503, 200]);
+    expect(server.received).toHaveLength(2);
+  });
+
+  it('holds private_key_jwt requests of the client once a key with a kept token was asked to wait', async () => {
+    await ask();
+    clock.advance(3_300_000);
+    server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '5' }));
+    await ask();
+
+    const heldKeyed = await ask(KEYED);
+
+    expect(heldKeyed.statusCode).toBe(503);
+    expect(server.received).toHaveLength(2);
+  });
+
+  it('never shortens a hold: a shorter retry-after that comes later leaves the longer one in force', async () => {
+    // Prepare: two private_key_jwt requests out at once; the IdP asks the first to wait 30 s, the second 5 s
+    let calls = 0;
+    server.answer((request, response) => {
+      const seconds = ++calls === 1 ? '30' : '5';
+      void after(calls === 1 ? 50 : 100, json(429, { error: 'slow_down' }, { 'retry-after': seconds }))(request, response);
+    });
+    await Promise.all([ask(KEYED), ask(KEYED)]);
+
+    // Act
+    clock.advance(10_000);
+    const held = await ask(KEYED);
+
+    // Assess
+    expect([held.statusCode, held.headers?.['retry-after']]).toEqual([503, '20']);
     expect(server.received).toHaveLength(2);
   });
 
   it('tells a held private_key_jwt request the seconds left, rounded up', async () => {
     server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '5' }));
-    await ask();
+    await ask(KEYED);
     clock.advance(2500);
 
     const held = await ask(KEYED);
@@ -532,26 +573,22 @@ describe('TOKEN_CACHE=memory: cache-control: no-cache', () => {
     expect(server.received).toHaveLength(2);
   });
 
-  it('lets later requests join its exchange after the one it overtook has ended', async () => {
-    // Prepare: the first exchange brings a token that cannot be kept, in 300 ms; the no-cache one, started
-    // 100 ms later, takes 400 ms
-    let calls = 0;
-    server.answer((request, response) =>
-      ++calls === 1
-        ? after(300, json(200, { access_token: 'unkept', token_type: 'Bearer' }))(request, response)
-        : after(400, idp)(request, response),
-    );
+  it('shares an exchange under way with a no-cache request: its token is new to the request', async () => {
+    // Prepare: the first exchange brings a token that cannot be kept, in 300 ms; the no-cache request comes 100 ms in
+    server.answer(after(300, json(200, { access_token: 'unkept', token_type: 'Bearer' })));
     const first = ask();
     await sleep(100);
-    const fresh = noCache();
-    await first;
 
-    // Act: after the first has ended, while the no-cache exchange runs
-    const joined = await ask();
+    // Act
+    const fresh = await noCache();
 
     // Assess
-    expect([joined.headers?.['x-token-cache'], bodyOf(joined).access_token]).toEqual(['hit', bodyOf(await fresh).access_token]);
-    expect(server.received).toHaveLength(2);
+    expect([bodyOf(await first).access_token, bodyOf(fresh).access_token, fresh.headers?.['x-token-cache']]).toEqual([
+      'unkept',
+      'unkept',
+      'hit',
+    ]);
+    expect(server.received).toHaveLength(1);
   });
 
   it('ignores a remembered failure', async () => {

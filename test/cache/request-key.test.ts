@@ -1,4 +1,4 @@
-import { cacheable, holdKey, memoryKey, requestText, type SecretRequest } from '../../lambda/cache/request-key';
+import { assertionHoldKey, cacheable, clientHoldKey, memoryKey, requestText, type SecretRequest } from '../../lambda/cache/request-key';
 import { parseTokenRequest } from '../../lambda/request/token-request';
 import { SECRET_REQUEST, tokenEvent } from '../support/events';
 
@@ -45,13 +45,18 @@ describe('requestText', () => {
   });
 });
 
-describe('memoryKey and holdKey', () => {
+describe('memoryKey and the hold keys', () => {
   it('keep secrets and clients apart, and a hold is one client id at one token URL', () => {
     const other = { ...SECRET_REQUEST, clientSecret: 'another' };
 
     expect(memoryKey(other, URL)).not.toBe(memoryKey(SECRET_REQUEST, URL));
     expect(memoryKey(SECRET_REQUEST, URL)).toBe(memoryKey({ ...SECRET_REQUEST }, URL));
-    expect(holdKey('c', URL)).toBe('["c","https://idp.example/t"]');
+    expect(clientHoldKey('c', URL)).toBe('["c","https://idp.example/t"]');
     expect(cacheable(SECRET_REQUEST)).toBe(true);
+  });
+
+  it("keep a client's private_key_jwt holds apart from the holds on the whole client", () => {
+    expect(assertionHoldKey('c', URL)).toBe('["c","https://idp.example/t","private_key_jwt"]');
+    expect(assertionHoldKey('c', URL)).not.toBe(clientHoldKey('c', URL));
   });
 });

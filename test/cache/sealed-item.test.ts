@@ -1,6 +1,7 @@
 import { createCipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import { openState, sealState } from '../../lambda/cache/item-state';
+import { type ItemState, openState, sealState } from '../../lambda/cache/item-state';
+import { epochMs } from '../../lambda/cache/time';
 import { holdItemKeys, type ItemKeys, open, requestItemKeys, seal } from '../../lambda/cache/sealed-item';
 
 const TEXT = JSON.stringify([
@@ -23,7 +24,7 @@ function sealRaw(keys: ItemKeys, plaintext: string, expires = EXPIRES): Buffer {
   const cipher = createCipheriv('aes-256-gcm', keys.sealKey, iv);
   cipher.setAAD(Buffer.from(`${DOMAIN}\0${keys.itemKey}\0${expires}`));
   const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-  return Buffer.concat([Buffer.of(2), iv, ciphertext, cipher.getAuthTag()]);
+  return Buffer.concat([Buffer.of(3), iv, ciphertext, cipher.getAuthTag()]);
 }
 
 describe('requestItemKeys', () => {
@@ -116,7 +117,7 @@ describe('seal and open', () => {
     expect([sealedLength(1 + 2), sealedLength(256), sealedLength(257)]).toEqual([256, 256, 512]);
   });
 
-  it('opens a value sealed in the format by other code (version 2, IV, ciphertext, tag; AAD: label, item key, expiry)', () => {
+  it('opens a value sealed in the format by other code (version 3, IV, ciphertext, tag; AAD: label, item key, expiry)', () => {
     expect(open(keys, EXPIRES, sealRaw(keys, `${JSON.stringify(VALUE)}   `))).toEqual(VALUE);
   });
 
@@ -128,6 +129,10 @@ describe('seal and open', () => {
     [
       'from another format version (v1 items, made without a pepper)',
       () => open(keys, EXPIRES, Buffer.concat([Buffer.of(1), seal(keys, EXPIRES, VALUE).subarray(1)])),
+    ],
+    [
+      'from the format before claims carried renewal counts (version 2)',
+      () => open(keys, EXPIRES, Buffer.concat([Buffer.of(2), seal(keys, EXPIRES, VALUE).subarray(1)])),
     ],
     ['from a sealed value that is not JSON', () => open(keys, EXPIRES, sealRaw(keys, 'not json'))],
     ['from a sealed empty value', () => open(keys, EXPIRES, sealRaw(keys, ''))],
@@ -165,29 +170,60 @@ describe('seal and open', () => {
 
 describe('sealState and openState', () => {
   const keys = requestItemKeys(PEPPER, SECRET, TEXT);
-  const entry = { token: { access_token: 'at', expires_in: 3600 }, receivedAt: 1_800_000_000_000 };
+  const T0 = epochMs(1_800_000_000_000);
+  const entry = { token: { access_token: 'at', expires_in: 3600 }, receivedAt: T0 };
+  const memo = (kept: typeof entry | null, rejectedAt = 0) => ({ kept, rejectedAt: epochMs(rejectedAt) });
+  const claim = { holder: 'h', beat: 2, leftMs: 4000, runMs: 500, claimedAt: T0, lineage: ['g'] };
+  const failure = { code: 'upstream_error', until: epochMs(T0 + 1000) } as const;
 
-  it.each([
-    ['an entry, at its expiry', { kind: 'entry', entry }, 1_800_003_600],
+  it.each<[string, ItemState, number]>([
     [
-      'a lease keeping an entry, at the later of the two',
-      { kind: 'lease', holder: 'h', until: 1_800_000_005_000, kept: entry },
-      1_800_003_600,
-    ],
-    ['a lease keeping nothing, at its end', { kind: 'lease', holder: 'h', until: 1_800_000_005_001, kept: undefined }, 1_800_000_006],
-    [
-      'a failure keeping an entry',
-      { kind: 'failure', holder: 'h', failure: { code: 'upstream_error', until: 1 }, kept: entry },
-      1_800_003_600,
+      'a kept token, one lifetime past its expiry (it proves its key)',
+      { kind: 'key', memo: memo(entry), activity: { kind: 'idle' }, ended: [] },
+      1_800_007_205,
     ],
     [
-      'a rejection, at its end',
-      { kind: 'failure', holder: 'h', failure: { code: 'unauthorized', until: 1_800_000_005_000 }, kept: undefined },
-      1_800_000_005,
+      'a claim keeping a token, at the later of the two',
+      { kind: 'key', memo: memo(entry), activity: { kind: 'claim', claim }, ended: [] },
+      1_800_007_205,
     ],
-    ['a token for waiters, at its end', { kind: 'answered', holder: 'h', entry, until: 1_800_000_005_000 }, 1_800_000_005],
-    ['a hold, at its end', { kind: 'hold', hold: { code: 'upstream_throttled', until: 1_800_000_030_000 } }, 1_800_000_030],
-  ] as const)('seals %s, with the TTL in whole seconds rounded up', (_case, state, expiresSeconds) => {
+    [
+      "a claim keeping nothing, at its holder's deadline",
+      { kind: 'key', memo: memo(null), activity: { kind: 'claim', claim }, ended: [] },
+      1_800_000_010,
+    ],
+    [
+      'a failure keeping a token',
+      {
+        kind: 'key',
+        memo: memo(entry),
+        activity: { kind: 'idle' },
+        ended: [{ holder: 'h', lineage: [], outcome: { kind: 'failure', failure } }],
+      },
+      1_800_007_205,
+    ],
+    [
+      'a rejection, a day after it (no token received before it stands in anywhere)',
+      {
+        kind: 'key',
+        memo: memo(null, T0),
+        activity: { kind: 'idle' },
+        ended: [{ holder: 'h', lineage: [], outcome: { kind: 'failure', failure: { code: 'unauthorized', until: epochMs(T0 + 5000) } } }],
+      },
+      1_800_086_405,
+    ],
+    [
+      'a token for waiters, at its end',
+      {
+        kind: 'key',
+        memo: memo(null),
+        activity: { kind: 'idle' },
+        ended: [{ holder: 'h', lineage: [], outcome: { kind: 'answered', entry, until: epochMs(T0 + 5000) } }],
+      },
+      1_800_000_010,
+    ],
+    ['a hold, at its end', { kind: 'hold', hold: { code: 'upstream_throttled', until: epochMs(T0 + 30_000) } }, 1_800_000_035],
+  ])("seals %s, with a TTL 5 s later (the clocks' tolerance) in whole seconds rounded up", (_case, state, expiresSeconds) => {
     const sealed = sealState(keys, state);
 
     expect(sealed.expiresSeconds).toBe(expiresSeconds);
@@ -195,7 +231,7 @@ describe('sealState and openState', () => {
   });
 
   it('opens nothing from an item without a state or without a TTL', () => {
-    const sealed = sealState(keys, { kind: 'entry', entry });
+    const sealed = sealState(keys, { kind: 'key', memo: memo(entry), activity: { kind: 'idle' }, ended: [] });
 
     expect(openState(keys, undefined, sealed.sealed)).toBeUndefined();
     expect(openState(keys, sealed.expiresSeconds, undefined)).toBeUndefined();

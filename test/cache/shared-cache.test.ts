@@ -4,9 +4,10 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { sealState } from '../../lambda/cache/item-state';
 import type { Entry } from '../../lambda/cache/lifetime';
 import { holdItemKeys, requestItemKeys } from '../../lambda/cache/sealed-item';
+import { epochMs } from '../../lambda/cache/time';
 import { bodyOf, tokenEvent } from '../support/events';
 import { freshInstance, type Instance, issuingIdp, type TestClock, testClock } from '../support/fleet';
-import { type RawItem, type SharedTable, startSharedTable } from '../support/shared-table';
+import { itemStates, type RawItem, type SharedTable, startSharedTable } from '../support/shared-table';
 import { json, type ReceivedRequest, type Script, startTokenServer, type TokenServer } from '../support/token-server';
 
 // Every instance here is a fresh module instance of the handler, configured from process.env as the
@@ -60,7 +61,8 @@ const HOUR_TOKEN = { access_token: 'kept', token_type: 'Bearer', expires_in: 360
  * A 1 h token received `ago` ms before now: fresh until 3210 s, due for refresh until 3240 s (by the
  * instance that asked the IdP for it; by any instance from 3225 s), stale until 3600 s.
  */
-const kept = (ago: number, token: Entry['token'] = HOUR_TOKEN): Entry => ({ token, receivedAt: clock.now() - ago });
+const kept = (ago: number, token: Entry['token'] = HOUR_TOKEN): Entry => ({ token, receivedAt: epochMs(clock.now() - ago) });
+const states = itemStates(() => clock.now());
 
 beforeAll(async () => {
   server = await startTokenServer();
@@ -122,7 +124,7 @@ describe('TOKEN_CACHE=shared across instances', () => {
 
   it('lowers expires_in and ext_expires_in by the seconds since the IdP answered', async () => {
     const distinct = body({ client_id: 'fleet-client-lifetime' });
-    await table.plant(table.keysOf(distinct), { kind: 'entry', entry: kept(1_000_000, { ...HOUR_TOKEN, ext_expires_in: 7200 }) });
+    await table.plant(table.keysOf(distinct), states.kept(kept(1_000_000, { ...HOUR_TOKEN, ext_expires_in: 7200 })));
 
     const answer = await instance().handle(event(distinct));
 
@@ -184,7 +186,8 @@ describe('TOKEN_CACHE=shared: refresh ahead across the fleet', () => {
     await asker.handle(event(distinct));
     await other.handle(event(distinct));
     asker.close();
-    clock.advance(3_224_999);
+    // A token another instance received is judged 5 s older (the clocks' tolerance): the fleet's half opens at 3220 s
+    clock.advance(3_219_999);
 
     // Act
     const early = await other.handle(event(distinct));
@@ -205,7 +208,7 @@ describe('TOKEN_CACHE=shared: refresh ahead across the fleet', () => {
 
   it('answers a fresh instance early in the window from the table, leaving the refresh to the instance that asked', async () => {
     const distinct = body({ client_id: 'fleet-client-refresh-newcomer' });
-    await table.plant(table.keysOf(distinct), { kind: 'entry', entry: kept(3_224_999) });
+    await table.plant(table.keysOf(distinct), states.kept(kept(3_219_999)));
     const newcomer = instance();
 
     const answer = await newcomer.handle(event(distinct));
@@ -262,10 +265,9 @@ describe('TOKEN_CACHE=shared: refresh ahead across the fleet', () => {
 });
 
 describe('TOKEN_CACHE=shared: what the table holds, as a reader judges it', () => {
-  // UPSTREAM_TIMEOUT_MS 10000: a call limit of 1 s, so an honest claim is dated at most 11 s ahead, 16 s with 5 s of clock tolerance.
-  it('waits on a claim dated as far ahead as an honest holder with a skewed clock writes, until its renewals are missed', async () => {
+  it('waits on a claim dated as far ahead as a holder whose clock runs 5 s ahead writes it, until its renewals are missed', async () => {
     const distinct = body({ client_id: 'fleet-client-claim-at-bound' });
-    await table.plant(table.keysOf(distinct), { kind: 'lease', holder: 'silent', until: clock.now() + 16_000, kept: undefined });
+    await table.plant(table.keysOf(distinct), states.claim('silent', { agoMs: -5000, leftMs: 9900 }));
 
     const started = performance.now();
     const answer = await instance().handle(event(distinct));
@@ -277,7 +279,7 @@ describe('TOKEN_CACHE=shared: what the table holds, as a reader judges it', () =
 
   it('answers at once with the token a claim keeps while its holder refreshes it', async () => {
     const distinct = body({ client_id: 'fleet-client-claim-keeps' });
-    await table.plant(table.keysOf(distinct), { kind: 'lease', holder: 'refresher', until: clock.now() + 5000, kept: kept(3_215_000) });
+    await table.plant(table.keysOf(distinct), states.claim('refresher', { kept: kept(3_215_000) }));
 
     const answer = await instance().handle(event(distinct));
 
@@ -290,7 +292,7 @@ describe('TOKEN_CACHE=shared: what the table holds, as a reader judges it', () =
     [5001, 'miss'],
   ])('takes a token dated %p ms ahead of its clock as %s: up to 5 s of another clock, no further', async (ahead, header) => {
     const distinct = body({ client_id: `fleet-client-dated-${ahead}` });
-    await table.plant(table.keysOf(distinct), { kind: 'entry', entry: kept(-ahead) });
+    await table.plant(table.keysOf(distinct), states.kept(kept(-ahead)));
 
     const answer = await instance().handle(event(distinct));
 
@@ -303,10 +305,7 @@ describe('TOKEN_CACHE=shared: what the table holds, as a reader judges it', () =
     const distinct = body({ client_id: 'fleet-client-newer-expired' });
     await member.handle(event(distinct));
     clock.advance(3_300_000);
-    await table.plant(table.keysOf(distinct), {
-      kind: 'entry',
-      entry: kept(40_000, { ...HOUR_TOKEN, access_token: 'short', expires_in: 35 }),
-    });
+    await table.plant(table.keysOf(distinct), states.kept(kept(40_000, { ...HOUR_TOKEN, access_token: 'short', expires_in: 35 })));
     server.answer(json(500, { error: 'server_error' }));
 
     const answer = await member.handle(event(distinct));
@@ -330,7 +329,7 @@ describe('TOKEN_CACHE=shared: what the table holds, as a reader judges it', () =
 describe('TOKEN_CACHE=shared: a refresh that fails', () => {
   it('answers a fresh instance with the token the table keeps, as a hit, when its refresh fails', async () => {
     const distinct = body({ client_id: 'fleet-client-refresh-fails' });
-    await table.plant(table.keysOf(distinct), { kind: 'entry', entry: kept(3_230_000) });
+    await table.plant(table.keysOf(distinct), states.kept(kept(3_230_000)));
     server.answer(json(500, { error: 'server_error' }));
     const member = instance();
 
@@ -345,7 +344,7 @@ describe('TOKEN_CACHE=shared: a refresh that fails', () => {
 describe('TOKEN_CACHE=shared: stale if error across the fleet', () => {
   it('answers a fresh instance with the stale token the table keeps when the IdP fails', async () => {
     const distinct = body({ client_id: 'fleet-client-stale' });
-    await table.plant(table.keysOf(distinct), { kind: 'entry', entry: kept(3_300_000) });
+    await table.plant(table.keysOf(distinct), states.kept(kept(3_300_000)));
     server.answer(json(500, { error: 'server_error' }));
 
     const answers = [await instance().handle(event(distinct)), await instance().handle(event(distinct))];
@@ -377,18 +376,40 @@ describe('TOKEN_CACHE=shared: stale if error across the fleet', () => {
     expect([rejected.statusCode, failing.statusCode]).toEqual([401, 502]);
   });
 
+  it('answers a stale token in place of a hold it remembers only once the table shows no rejection since', async () => {
+    // Prepare: an instance holding the token, stale; the key's item holds a 30 s hold another instance earned
+    const member = instance();
+    const distinct = body({ client_id: 'fleet-client-confirmed-stale' });
+    await member.handle(event(distinct));
+    clock.advance(3_300_000);
+    const hold = { code: 'upstream_throttled', until: epochMs(clock.now() + 30_000) } as const;
+    await table.plant(table.keysOf(distinct), states.failure('elsewhere', hold));
+    server.received.length = 0;
+
+    // Act: the first request learns the hold from the table; the second remembers it, and still reads
+    // the table; then a rejection lands there
+    const first = await member.handle(event(distinct));
+    const second = await member.handle(event(distinct));
+    await table.plant(table.keysOf(distinct), states.failure('elsewhere', hold, { rejectedAt: clock.now() - 1 }));
+    const rejected = await member.handle(event(distinct));
+
+    // Assess
+    expect([first, second].map((answer) => [answer.statusCode, answer.headers?.['x-token-cache']])).toEqual([
+      [200, 'stale'],
+      [200, 'stale'],
+    ]);
+    expect(typeof member.records[2]?.cache_table_latency_ms).toBe('number');
+    expect(rejected.statusCode).toBe(503);
+    expect(server.received).toHaveLength(0);
+  });
+
   it("serves an instance's own stale copy when the table remembers another failure and keeps no token", async () => {
     // Prepare: an instance holding the token, stale; the table remembering a 502 with nothing kept
     const holder = instance();
     const distinct = body({ client_id: 'fleet-client-own-copy' });
     await holder.handle(event(distinct));
     clock.advance(3_300_000);
-    await table.plant(table.keysOf(distinct), {
-      kind: 'failure',
-      holder: 'elsewhere',
-      failure: { code: 'upstream_error', until: clock.now() + 1000 },
-      kept: undefined,
-    });
+    await table.plant(table.keysOf(distinct), states.failure('elsewhere', { code: 'upstream_error', until: epochMs(clock.now() + 1000) }));
     server.received.length = 0;
 
     // Act
@@ -433,20 +454,14 @@ describe('TOKEN_CACHE=shared under a burst', () => {
   // revision, no revision), which is what leaves one holder.
   const before: [string, (distinct: Record<string, unknown>) => Promise<void>][] = [
     ['nothing', async () => undefined],
-    ['a stale entry', async (distinct) => table.plant(table.keysOf(distinct), { kind: 'entry', entry: kept(3_300_000) })],
+    ['a stale entry', async (distinct) => table.plant(table.keysOf(distinct), states.kept(kept(3_300_000)))],
     [
-      'an ended lease',
-      async (distinct) => table.plant(table.keysOf(distinct), { kind: 'lease', holder: 'gone', until: clock.now() - 1, kept: undefined }),
+      'a claim from longer ago than any holder holds one',
+      async (distinct) => table.plant(table.keysOf(distinct), states.claim('gone', { agoMs: 60_000 })),
     ],
     [
       'an expired failure',
-      async (distinct) =>
-        table.plant(table.keysOf(distinct), {
-          kind: 'failure',
-          holder: 'x',
-          failure: { code: 'upstream_error', until: clock.now() },
-          kept: undefined,
-        }),
+      async (distinct) => table.plant(table.keysOf(distinct), states.failure('x', { code: 'upstream_error', until: epochMs(clock.now()) })),
     ],
     ['no revision, no state', async (distinct) => table.put({ pk: { S: table.keysOf(distinct).itemKey }, expires: { N: '1' } })],
   ];
@@ -486,16 +501,36 @@ describe('TOKEN_CACHE=shared under a burst', () => {
     },
   );
 
-  it('holds every secret of the client, on every instance, once the IdP asked to wait', async () => {
+  it('holds every secret of the client, on every instance, once the IdP asked a key with a kept token to wait', async () => {
+    // Prepare: a kept token proves the key; once it is stale, the IdP asks to wait
+    await instance().handle(event(body({ client_id: 'fleet-client-held' })));
+    clock.advance(3_300_000);
     server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '30' }));
     await instance().handle(event(body({ client_id: 'fleet-client-held' })));
     clock.advance(10_000);
 
+    // Act
     const held = await instance().handle(event(body({ client_id: 'fleet-client-held', client_secret: 'another', scope: 'write' })));
 
-    expect([held.statusCode, held.headers?.['retry-after']]).toEqual([503, '20']);
-    expect(server.received).toHaveLength(1);
-    expect(instances[1]?.records[0]).toMatchObject({ outcome: 'upstream_throttled', cache_remembered: 'hold' });
+    // Assess: another instance holds it 5 s longer, as it would a hold from a clock 5 s behind
+    expect([held.statusCode, held.headers?.['retry-after']]).toEqual([503, '25']);
+    expect(server.received).toHaveLength(2);
+    expect(instances[2]?.records[0]).toMatchObject({ outcome: 'upstream_throttled', cache_remembered: 'hold' });
+  });
+
+  it('holds only the key that earned a hold when no kept token proves it, on every instance', async () => {
+    // Prepare: a guessed secret, answered 429
+    server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '30' }));
+    await instance().handle(event(body({ client_id: 'fleet-client-guessed', client_secret: 'a-guess' })));
+
+    // Act
+    const guessedAgain = await instance().handle(event(body({ client_id: 'fleet-client-guessed', client_secret: 'a-guess' })));
+    server.answer(idp);
+    const owner = await instance().handle(event(body({ client_id: 'fleet-client-guessed' })));
+
+    // Assess
+    expect([guessedAgain.statusCode, owner.statusCode, owner.headers?.['x-token-cache']]).toEqual([503, 200, 'miss']);
+    expect(server.received).toHaveLength(2);
   });
 
   it('answers every request of a burst whose token comes just inside the deadline', async () => {
@@ -530,17 +565,17 @@ describe('TOKEN_CACHE=shared under a burst', () => {
     expect(took).toBeLessThan(1800);
     expect(tokens.has(bodyOf(later ?? {}).access_token)).toBe(false);
     expect(server.received).toHaveLength(2);
-    // What the waiters read is left to the table's expiry a deadline (10 s here) after the answer.
+    // What the waiters read is left to the table's expiry a deadline (10 s here) and the clocks' tolerance (5 s) after the answer.
     const item = (await table.scan()).find((candidate) => candidate.pk?.S === table.keysOf(burst).itemKey);
     const expiresMs = Number(item?.expires?.N) * 1000;
     expect(expiresMs).toBeGreaterThan(clock.now());
-    expect(expiresMs).toBeLessThanOrEqual(clock.now() + 11_000);
+    expect(expiresMs).toBeLessThanOrEqual(clock.now() + 16_000);
   });
 
   it('shares one exchange among no-cache requests across instances, and its token replaces the kept one', async () => {
     const fleet = await warmFleet(4);
     const burst = body({ client_id: 'fleet-client-no-cache' });
-    await table.plant(table.keysOf(burst), { kind: 'entry', entry: kept(60_000) });
+    await table.plant(table.keysOf(burst), states.kept(kept(60_000)));
     server.answer(after(200, idp));
 
     const answers = await Promise.all(fleet.map((member) => member.handle(event(burst, { 'cache-control': 'no-cache' }))));
@@ -563,15 +598,16 @@ describe('TOKEN_CACHE=shared and private_key_jwt', () => {
     access_token_url: `${server.origin}/token`,
   });
 
-  it('puts the hold a private_key_jwt request gets in the table, where every instance and every request of the client sees it', async () => {
+  it("puts the hold a private_key_jwt request gets in the table, where every instance's private_key_jwt requests of the client see it, and no other", async () => {
     server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '30' }));
     const throttled = await instance().handle(event(keyed('fleet-keyed-held')));
 
     const heldKeyed = await instance().handle(event(keyed('fleet-keyed-held')));
-    const heldSecret = await instance().handle(event(body({ client_id: 'fleet-keyed-held' })));
+    server.answer(idp);
+    const secret = await instance().handle(event(body({ client_id: 'fleet-keyed-held' })));
 
-    expect([throttled.statusCode, heldKeyed.statusCode, heldSecret.statusCode]).toEqual([503, 503, 503]);
-    expect(server.received).toHaveLength(1);
+    expect([throttled.statusCode, heldKeyed.statusCode, secret.statusCode]).toEqual([503, 503, 200]);
+    expect(server.received).toHaveLength(2);
     expect(instances[1]?.records[0]).toMatchObject({ cache: 'miss', cache_remembered: 'hold' });
   });
 
@@ -678,23 +714,14 @@ describe('TOKEN_CACHE=shared and a table someone wrote to', () => {
   it.each<[string, (distinct: Record<string, unknown>) => Promise<void>]>([
     [
       'a claim sealed with the right keys but dated years ahead',
-      (distinct) => table.plant(table.keysOf(distinct), { kind: 'lease', holder: 'forged', until: clock.now() + 3e11, kept: undefined }),
+      (distinct) => table.plant(table.keysOf(distinct), states.claim('forged', { agoMs: -3e11 })),
     ],
     [
       'a rejection remembered for a year',
       (distinct) =>
-        table.plant(table.keysOf(distinct), {
-          kind: 'failure',
-          holder: 'forged',
-          failure: { code: 'unauthorized', until: clock.now() + 3e10 },
-          kept: undefined,
-        }),
+        table.plant(table.keysOf(distinct), states.failure('forged', { code: 'unauthorized', until: epochMs(clock.now() + 3e10) })),
     ],
-    [
-      'a hold for a year',
-      (distinct) =>
-        table.plant(table.holdKeysOf(distinct), { kind: 'hold', hold: { code: 'upstream_throttled', until: clock.now() + 3e10 } }),
-    ],
+    ['a hold for a year', (distinct) => table.plant(table.holdKeysOf(distinct), states.hold(3e10))],
   ])('ignores %s: the IdP answers at once', async (_case, plant) => {
     const distinct = body({ client_id: `fleet-client-forged-${_case.length}` });
     await plant(distinct);
@@ -714,16 +741,8 @@ describe('TOKEN_CACHE=shared and a table someone wrote to', () => {
     const forgedPepper = Buffer.from('not-the-pepper-but-just-as-long-as-it');
     const rightKeys = table.keysOf(distinct);
     const forgedKeys = { ...requestItemKeys(forgedPepper, SECRET, 'x'), itemKey: rightKeys.itemKey };
-    const hold = sealState(
-      { ...holdItemKeys(forgedPepper, 'x'), itemKey: table.holdKeysOf(distinct).itemKey },
-      { kind: 'hold', hold: { code: 'upstream_throttled', until: clock.now() + 30_000 } },
-    );
-    const failure = sealState(forgedKeys, {
-      kind: 'failure',
-      holder: 'x',
-      failure: { code: 'unauthorized', until: clock.now() + 4000 },
-      kept: undefined,
-    });
+    const hold = sealState({ ...holdItemKeys(forgedPepper, 'x'), itemKey: table.holdKeysOf(distinct).itemKey }, states.hold(30_000));
+    const failure = sealState(forgedKeys, states.failure('x', { code: 'unauthorized', until: epochMs(clock.now() + 4000) }));
     await table.put({
       pk: { S: table.holdKeysOf(distinct).itemKey },
       state: { B: hold.sealed },

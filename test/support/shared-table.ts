@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { type AttributeValue, DynamoDBClient, PutItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
-import { sealState, type ItemState } from '../../lambda/cache/item-state';
-import { requestText, holdKey, type SecretRequest } from '../../lambda/cache/request-key';
+import { type ClaimFacts, type ItemState, sealState } from '../../lambda/cache/item-state';
+import type { Entry } from '../../lambda/cache/lifetime';
+import type { Remembered } from '../../lambda/cache/rules';
+import { epochMs } from '../../lambda/cache/time';
+import { clientHoldKey, requestText, type SecretRequest } from '../../lambda/cache/request-key';
 import { holdItemKeys, type ItemKeys, requestItemKeys } from '../../lambda/cache/sealed-item';
 import { parseTokenRequest, type TokenRequest } from '../../lambda/request/token-request';
 import { localAwsEnvironment, type LocalDynamoDb, startLocalDynamoDb } from '../../local/dynamodb-local';
@@ -66,7 +69,7 @@ export async function startSharedTable(tableName = 'token-cache-test'): Promise<
     },
     holdKeysOf(body) {
       const request = parseTokenRequest(tokenEvent(body)) as TokenRequest;
-      return holdItemKeys(pepperBytes, holdKey(request.clientId, new URL(request.accessTokenUrl).href));
+      return holdItemKeys(pepperBytes, clientHoldKey(request.clientId, new URL(request.accessTokenUrl).href));
     },
     async plant(keys, state, rev = randomBytes(6).toString('hex')) {
       const { sealed, expiresSeconds } = sealState(keys, state);
@@ -76,5 +79,31 @@ export async function startSharedTable(tableName = 'token-cache-test'): Promise<
       client.destroy();
       await Promise.all([local.close(), secrets.close()]);
     },
+  };
+}
+
+/** Item states as the function writes them, for a test to plant: `clock` dates what needs a date. */
+export function itemStates(clock: () => number) {
+  const memo = (kept: Entry | undefined, rejectedAt = 0) => ({ kept: kept ?? null, rejectedAt: epochMs(rejectedAt) });
+  return {
+    /** A kept token, nothing under way. */
+    kept: (entry: Entry): ItemState => ({ kind: 'key', memo: memo(entry), activity: { kind: 'idle' }, ended: [] }),
+    /** A claim by `holder`, made `agoMs` before now on its own clock, with `leftMs` of its deadline left. */
+    claim: (
+      holder: string,
+      { agoMs = 0, leftMs = 4900, beat = 0, kept }: { agoMs?: number; leftMs?: number; beat?: number; kept?: Entry } = {},
+    ): ItemState => {
+      const claim: ClaimFacts = { holder, beat, leftMs, runMs: 0, claimedAt: epochMs(clock() - agoMs), lineage: [] };
+      return { kind: 'key', memo: memo(kept), activity: { kind: 'claim', claim }, ended: [] };
+    },
+    /** The failure a holder's exchange ended in, with the token it keeps and the key's last rejection. */
+    failure: (holder: string, failure: Remembered, { kept, rejectedAt = 0 }: { kept?: Entry; rejectedAt?: number } = {}): ItemState => ({
+      kind: 'key',
+      memo: memo(kept, rejectedAt),
+      activity: { kind: 'idle' },
+      ended: [{ holder, lineage: [], outcome: { kind: 'failure', failure } }],
+    }),
+    /** A hold until `untilMs` from now. */
+    hold: (untilMs: number): ItemState => ({ kind: 'hold', hold: { code: 'upstream_throttled', until: epochMs(clock() + untilMs) } }),
   };
 }

@@ -1,0 +1,173 @@
+import { openState, sealState } from '../../lambda/cache/item-state';
+import type { Entry } from '../../lambda/cache/lifetime';
+import { UNKNOWN_REJECTION } from '../../lambda/cache/outcome';
+import type { PepperSource } from '../../lambda/cache/pepper';
+import { assertionHoldKey } from '../../lambda/cache/request-key';
+import { holdItemKeys } from '../../lambda/cache/sealed-item';
+import { type SharedAsk, SharedTier } from '../../lambda/cache/shared-tier';
+import { dynamoDbTable, type Table } from '../../lambda/cache/table-calls';
+import { epochMs, monoMs, realRuntime } from '../../lambda/cache/time';
+import { UpstreamThrottled } from '../../lambda/errors';
+import { type SharedTable, startSharedTable } from '../support/shared-table';
+import { startTableProxy } from '../support/table-proxy';
+
+// The shared tier driven directly, over dynalite through the real DynamoDB client, for what a request
+// through the handler seldom reaches: no pepper, hold items that cannot be read, hold writes that race.
+
+const PEPPER = Buffer.alloc(32, 9);
+let table: SharedTable;
+
+beforeAll(async () => {
+  table = await startSharedTable('shared-tier-test');
+});
+
+afterAll(async () => {
+  await table.close();
+});
+
+const runtime = realRuntime();
+const withPepper: PepperSource = { get: async () => PEPPER };
+const withoutPepper: PepperSource = {
+  get: async (_budget, report) => {
+    report.tableError = 'PepperTimeout';
+    return undefined;
+  },
+};
+function tier(pepper: PepperSource, tableOf: Table = dynamoDbTable(table.tableName, 600)): SharedTier {
+  return new SharedTier({ table: tableOf, upstreamTimeoutMs: 3000, callLimitMs: 600, pepper, runtime });
+}
+const kept = (ago: number): Entry => ({ token: { access_token: 'kept', expires_in: 3600 }, receivedAt: epochMs(Date.now() - ago) });
+const deadline = () => monoMs(performance.now() + 3000);
+const ask = (parts: Partial<SharedAsk>): SharedAsk => ({
+  secret: 'shared-tier-secret',
+  requestText: `text-${Math.random()}`,
+  holdKey: `hold-${Math.random()}`,
+  known: undefined,
+  rejectedAt: epochMs(0),
+  refresh: false,
+  remembered: undefined,
+  deadline: deadline(),
+  noCache: false,
+  arrivedAt: epochMs(Date.now()),
+  exchange: async () => ({ access_token: 'new', expires_in: 3600 }),
+  report: {},
+  ...parts,
+});
+
+describe('the shared tier without its pepper', () => {
+  it('asks the IdP, says so when it refreshes ahead, and lets no kept token stand in for a failure', async () => {
+    const report = {};
+    const throttled = () => Promise.reject(new UpstreamThrottled(30));
+
+    const outcome = await tier(withoutPepper).fetch(ask({ known: kept(3_215_000), refresh: true, exchange: throttled, report }));
+
+    expect(outcome).toMatchObject({
+      kind: 'failure',
+      failure: { code: 'upstream_throttled' },
+      rejectedAt: UNKNOWN_REJECTION,
+      scope: 'client',
+    });
+    expect(report).toEqual({ refresh: 'ahead', tableError: 'PepperTimeout' });
+  });
+
+  it('holds the key alone after a throttle when no kept token proves it', async () => {
+    const outcome = await tier(withoutPepper).fetch(ask({ exchange: () => Promise.reject(new UpstreamThrottled(30)) }));
+
+    expect(outcome).toMatchObject({ kind: 'failure', scope: 'key' });
+  });
+
+  it('reads no hold', async () => {
+    const report = {};
+
+    expect(await tier(withoutPepper).holdOn(['any'], deadline(), report)).toBeUndefined();
+    expect(report).toEqual({ tableError: 'PepperTimeout' });
+  });
+});
+
+describe("the shared tier's holds", () => {
+  it('takes the longest of the holds it reads, and ignores one it cannot read', async () => {
+    const [short, long] = [`short-${Math.random()}`, `long-${Math.random()}`];
+    await table.plant(holdItemKeys(PEPPER, short), {
+      kind: 'hold',
+      hold: { code: 'upstream_throttled', until: epochMs(Date.now() + 5000) },
+    });
+    await table.plant(holdItemKeys(PEPPER, long), {
+      kind: 'hold',
+      hold: { code: 'upstream_throttled', until: epochMs(Date.now() + 20_000) },
+    });
+
+    const read = await tier(withPepper).holdOn([short, long], deadline(), {});
+    const missingTable = await tier(withPepper, dynamoDbTable('no-such-table', 600)).holdOn([long], deadline(), {});
+
+    // Another instance's hold, honoured 5 s longer
+    expect((read?.until ?? 0) - Date.now()).toBeGreaterThan(24_000);
+    expect(missingTable).toBeUndefined();
+  });
+
+  it('never shortens a longer hold another instance wrote while it was writing its own', async () => {
+    // Prepare: the table, as one instance reaches it; another instance writes a 50 s hold between
+    // this one's read of the hold item and its write
+    const holdKey = assertionHoldKey(`racing-${Math.random()}`, 'https://idp.example/t');
+    const keys = holdItemKeys(PEPPER, holdKey);
+    const real = dynamoDbTable(table.tableName, 600);
+    let raced = false;
+    const racing: Table = {
+      calls: (report) => {
+        const calls = real.calls(report);
+        return {
+          get: (itemKey) => calls.get(itemKey),
+          put: async (itemKey, state, expected, rev) => {
+            if (!raced) {
+              raced = true;
+              await table.plant(keys, { kind: 'hold', hold: { code: 'upstream_throttled', until: epochMs(Date.now() + 50_000) } });
+            }
+            return calls.put(itemKey, state, expected, rev);
+          },
+        };
+      },
+    };
+
+    // Act: a 10 s hold
+    await tier(withPepper, racing).putHold(holdKey, { code: 'upstream_throttled', until: epochMs(Date.now() + 10_000) }, deadline(), {});
+
+    // Assess
+    const item = (await table.scan()).find((row) => row.pk?.S === keys.itemKey);
+    const state = openState(keys, Number(item?.expires?.N), item?.state?.B);
+    expect(state?.kind === 'hold' && state.hold.until - Date.now()).toBeGreaterThan(45_000);
+    expect(raced).toBe(true);
+  });
+
+  it('keeps the longer hold it finds, writing it again under its own revision', async () => {
+    const holdKey = `kept-${Math.random()}`;
+    const keys = holdItemKeys(PEPPER, holdKey);
+    const longer = { code: 'upstream_throttled', until: epochMs(Date.now() + 40_000) } as const;
+    const { sealed, expiresSeconds } = sealState(keys, { kind: 'hold', hold: longer });
+    await table.put({ pk: { S: keys.itemKey }, state: { B: sealed }, rev: { S: 'theirs' }, expires: { N: String(expiresSeconds) } });
+
+    await tier(withPepper).putHold(holdKey, { code: 'upstream_throttled', until: epochMs(Date.now() + 5000) }, deadline(), {});
+
+    const item = (await table.scan()).find((row) => row.pk?.S === keys.itemKey);
+    const state = openState(keys, Number(item?.expires?.N), item?.state?.B);
+    expect(state).toEqual({ kind: 'hold', hold: longer });
+    expect(item?.rev?.S).not.toBe('theirs');
+  });
+
+  it('waits for a hold read no longer than the hedge (3 s deadline: 120 ms), though the call limit is 600 ms', async () => {
+    const proxy = await startTableProxy(table.endpoint);
+    proxy.set({ kind: 'hang' });
+    const saved = process.env.AWS_ENDPOINT_URL_DYNAMODB;
+    process.env.AWS_ENDPOINT_URL_DYNAMODB = proxy.endpoint;
+    try {
+      const hanging = dynamoDbTable(table.tableName, 600);
+
+      const started = performance.now();
+      const read = await tier(withPepper, hanging).holdOn(['any'], deadline(), {});
+
+      expect(read).toBeUndefined();
+      expect(performance.now() - started).toBeLessThan(500);
+    } finally {
+      process.env.AWS_ENDPOINT_URL_DYNAMODB = saved;
+      await proxy.close();
+    }
+  });
+});

@@ -9,11 +9,14 @@ export const RENEW_EVERY_MS = 250;
  */
 export const SILENCE_MS = 750;
 /**
- * A waiter takes over from a live holder whose exchange has this much less time in all than the
- * waiter's own would have now: such a holder (one that itself took over late) may give up on an IdP
- * that the waiter could still wait for. More than a takeover's delay, so a takeover is not taken over.
+ * How much less time in all a live holder's exchange may have than a waiter's own would have now before
+ * the waiter takes over: such a holder (one that took over late) may give up on an IdP the waiter could
+ * still wait for. A fifth of the deadline, at most 1 s: far more than a holder that claimed on arrival
+ * lost (the hedge at most), so such a holder is never taken over.
  */
-export const DOMINANCE_MS = 1000;
+export function dominanceMs(upstreamTimeoutMs: number): number {
+  return Math.min(1000, upstreamTimeoutMs / 5);
+}
 // The holders a claim names as taken over from: more than any honest chain of takeovers in one deadline.
 const LINEAGE_KEPT = 8;
 
@@ -82,7 +85,7 @@ export function judge(
   }
   const since = (next.last as NonNullable<Watch['last']>).since;
   if (read.startedAt - since >= SILENCE_MS) return { watch: next, verdict: 'silent' };
-  if (leftMs > claim.leftMs + claim.runMs + DOMINANCE_MS) return { watch: next, verdict: 'dominated' };
+  if (leftMs > claim.leftMs + claim.runMs + dominanceMs(bounds.upstreamTimeoutMs)) return { watch: next, verdict: 'dominated' };
   return { watch: next, verdict: 'alive' };
 }
 

@@ -1,7 +1,7 @@
 import { ExchangeError } from '../errors';
 import type { IdpToken } from '../upstream/exchange';
 import type { Entry } from './lifetime';
-import { isRemembered, type Remembered, remember } from './rules';
+import { cutShort, isRemembered, type Remembered, remember } from './rules';
 import { type EpochMs, epochMs } from './time';
 
 /**
@@ -52,9 +52,17 @@ export async function exchangeResult(exchange: Exchange, leftMs: number, epoch: 
   }
 }
 
-/** An exchange's result as the outcome of a fetch that asked the IdP without the table: a rejection voids the kept token. */
-export function outcomeOf(result: ExchangeResult, stand: Pick<FailureOutcome, 'kept' | 'rejectedAt' | 'scope'>): Outcome {
+/**
+ * An exchange's result as the outcome of a fetch that asked the IdP without the table: a rejection voids
+ * the kept token; a timeout the cache's waiting cut short (rules.ts, cutShort) is the fetch's deadline.
+ */
+export function outcomeOf(
+  result: ExchangeResult,
+  stand: Pick<FailureOutcome, 'kept' | 'rejectedAt' | 'scope'>,
+  budget: { readonly budgetMs: number; readonly upstreamTimeoutMs: number },
+): Outcome {
   if ('token' in result) return { kind: 'token', entry: result.token, from: 'idp' };
   const kept = result.failure.code === 'unauthorized' ? undefined : stand.kept;
-  return { kind: 'failure', failure: result.failure, ...stand, kept, cause: 'exchange' };
+  const cause = cutShort(result.failure, budget.budgetMs, budget.upstreamTimeoutMs) ? 'deadline' : 'exchange';
+  return { kind: 'failure', failure: result.failure, ...stand, kept, cause };
 }

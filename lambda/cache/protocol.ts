@@ -13,7 +13,7 @@ import {
 import { type ClaimFacts, type Ended, endsAt, type KeyItem, type KeyMemo } from './item-state';
 import { type Entry, keepable, newest, openToFleet, phaseOf } from './lifetime';
 import { type ExchangeResult, type FailureOutcome, type HoldScope, type Outcome, UNKNOWN_REJECTION } from './outcome';
-import { decide, type Freshness, fromFleet, inForce, isHold, longer, outlivesRejection, proves, type Remembered } from './rules';
+import { cutShort, decide, type Freshness, fromFleet, inForce, isHold, longer, outlivesRejection, proves, type Remembered } from './rules';
 import { CLOCK_TOLERANCE_MS, type EpochMs, epochMs, leftUntil, type MonoMs, monoMs } from './time';
 
 // The shared tier's protocol for one request's visit of the table, as a pure transition function: given
@@ -28,14 +28,6 @@ export interface ProtocolSettings extends ClaimBounds {
    * then gives: an IdP that answers within the deadline then answers the caller, whatever the table does.
    */
   readonly hedgeMs: number;
-}
-
-/**
- * The hedge for a deadline: a twenty-fifth of it (200 ms of 5 s), between 20 ms and 1 s. DynamoDB answers
- * in milliseconds in region; an IdP that takes up to 96% of the deadline still answers in time.
- */
-export function hedgeFor(upstreamTimeoutMs: number): number {
-  return Math.min(1000, Math.max(20, Math.floor(upstreamTimeoutMs / 25)));
 }
 
 /** What a request brings to its visit, fixed for the visit. */
@@ -447,12 +439,16 @@ function withoutTable(visit: Visit, now: Now): Step {
 
 function exchanged(before: Visit, result: ExchangeResult, now: Now): Step {
   let visit = before;
+  const { since } = visit.exchange as Extract<ExchangeStage, { kind: 'running' }>;
   if ('failure' in result && result.failure.code === 'unauthorized') {
     // A rejection voids every token of the key received before it.
     visit = { ...visit, seen: undefined, rejectedAt: now.epoch };
   }
+  // A timeout the cache's own waiting cut short is this visit's deadline, not the IdP's failure.
+  const cause =
+    'failure' in result && cutShort(result.failure, visit.ask.deadline - since, visit.settings.upstreamTimeoutMs) ? 'deadline' : 'exchange';
   const outcome: Outcome =
-    'token' in result ? { kind: 'token', entry: result.token, from: 'idp' } : outcomeOf(visit, result.failure, 'exchange', now);
+    'token' in result ? { kind: 'token', entry: result.token, from: 'idp' } : outcomeOf(visit, result.failure, cause, now);
   visit = { ...visit, exchange: { kind: 'done', outcome } };
   const holdWrite: VisitAction[] =
     outcome.kind === 'failure' && isHold(outcome.failure) && outcome.scope === 'client'
@@ -509,6 +505,9 @@ function settle(
       activity: { kind: 'idle' },
       ended: [...ended, { holder, lineage, outcome: { kind: 'answered', entry: outcome.entry, until } }],
     };
+  } else if (outcome.cause === 'deadline') {
+    // Cut short by the cache's own waiting: nothing for anyone to learn; the key is free to claim again.
+    state = { kind: 'key', memo, activity: { kind: 'idle' }, ended };
   } else {
     const failure = recorded ?? outcome.failure;
     state = {

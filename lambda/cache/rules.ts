@@ -58,6 +58,24 @@ export function isRemembered(error: ExchangeError): error is ExchangeError & { r
 
 export const isHold = (remembered: Remembered): boolean => remembered.code === 'upstream_throttled';
 
+/**
+ * How long table work may hold a request up before it asks the IdP anyway: a twenty-fifth of the
+ * deadline (200 ms of 5 s), between 20 ms and 1 s. DynamoDB answers in milliseconds in region; an
+ * IdP that takes up to 96% of the deadline still answers in time.
+ */
+export function hedgeFor(upstreamTimeoutMs: number): number {
+  return Math.min(1000, Math.max(20, Math.floor(upstreamTimeoutMs / 25)));
+}
+
+/**
+ * Whether a timeout is the cache's own doing rather than the IdP's: the exchange had less than the
+ * whole deadline but the hedge (the cache waited first). Such a timeout is never remembered: a
+ * request with time left asks again, and nothing else learns from it.
+ */
+export function cutShort(failure: Remembered, budgetMs: number, upstreamTimeoutMs: number): boolean {
+  return failure.code === 'upstream_timeout' && budgetMs < upstreamTimeoutMs - hedgeFor(upstreamTimeoutMs);
+}
+
 /** Whether a remembered failure or hold is still in force. */
 export function inForce(remembered: Remembered | undefined, now: EpochMs): remembered is Remembered {
   return remembered !== undefined && remembered.until > now;

@@ -5,7 +5,6 @@ import { type Exchange, exchangeResult, type Outcome, outcomeOf, UNKNOWN_REJECTI
 import type { PepperSource } from './pepper';
 import {
   type Expected,
-  hedgeFor,
   type KeyRead,
   type Now,
   type ProtocolSettings,
@@ -17,7 +16,7 @@ import {
   visitOver,
   type WriteResult,
 } from './protocol';
-import { type Freshness, fromFleet, longer, proves, type Remembered } from './rules';
+import { type Freshness, fromFleet, hedgeFor, longer, proves, type Remembered } from './rules';
 import { holdItemKeys, type ItemKeys, requestItemKeys } from './sealed-item';
 import { FAILED, type StoredItem, type Table, type TableCalls } from './table-calls';
 import { type EpochMs, leftUntil, type MonoMs, type Runtime } from './time';
@@ -186,9 +185,14 @@ export class SharedTier {
   private async withoutTable(ask: SharedAsk): Promise<Outcome> {
     const { runtime } = this.settings;
     if (ask.refresh) ask.report.refresh = 'ahead';
-    const result = await exchangeResult(ask.exchange, leftUntil(ask.deadline, runtime.mono()), runtime.epoch);
+    const budgetMs = leftUntil(ask.deadline, runtime.mono());
+    const result = await exchangeResult(ask.exchange, budgetMs, runtime.epoch);
     const scope = proves(ask.known, ask.rejectedAt, runtime.epoch()) ? 'client' : 'key';
-    return outcomeOf(result, { kept: ask.known, rejectedAt: UNKNOWN_REJECTION, scope });
+    return outcomeOf(
+      result,
+      { kept: ask.known, rejectedAt: UNKNOWN_REJECTION, scope },
+      { budgetMs, upstreamTimeoutMs: this.settings.upstreamTimeoutMs },
+    );
   }
 
   /** The longest hold on some hold items (a request no cache may answer reads them: `private_key_jwt`), as far as the table tells within the hedge. */

@@ -43,6 +43,7 @@ export class TokenCache {
   constructor(
     private readonly shared: SharedTier | undefined,
     private readonly runtime: Runtime,
+    private readonly upstreamTimeoutMs: number,
     maxEntries = 1000,
   ) {
     this.memory = new MemoryTier(maxEntries);
@@ -129,9 +130,14 @@ export class TokenCache {
 
   private async fromIdp(ask: CacheAsk, slot: Slot, refresh: boolean): Promise<Outcome> {
     if (refresh) ask.report.refresh = 'ahead';
-    const result = await exchangeResult(ask.exchange, leftUntil(ask.deadline, this.runtime.mono()), () => this.runtime.epoch());
+    const budgetMs = leftUntil(ask.deadline, this.runtime.mono());
+    const result = await exchangeResult(ask.exchange, budgetMs, () => this.runtime.epoch());
     const scope = proves(slot.kept, slot.rejectedAt, this.runtime.epoch()) ? 'client' : 'key';
-    return outcomeOf(result, { kept: slot.kept, rejectedAt: slot.rejectedAt, scope });
+    return outcomeOf(
+      result,
+      { kept: slot.kept, rejectedAt: slot.rejectedAt, scope },
+      { budgetMs, upstreamTimeoutMs: this.upstreamTimeoutMs },
+    );
   }
 
   /** The answer an outcome gives this request, and the tier that gave it. Every kept copy may stand in for a failure, this instance's own included. */
@@ -199,7 +205,7 @@ function isOwn(entry: Entry, slot: Slot | undefined): boolean {
  */
 export function createTokenCache(setting: TokenCacheSetting, upstreamTimeoutMs: number, runtime: Runtime): TokenCache | undefined {
   if (setting.mode === 'off') return undefined;
-  if (setting.mode !== 'shared') return new TokenCache(undefined, runtime);
+  if (setting.mode !== 'shared') return new TokenCache(undefined, runtime, upstreamTimeoutMs);
   /* eslint-disable @typescript-eslint/no-require-imports -- lazy loads, on purpose (see above) */
   const { callLimitFor, SharedTier: Tier } = require('./shared-tier') as typeof Shared;
   const { dynamoDbTable } = require('./table-calls') as typeof Table;
@@ -208,5 +214,5 @@ export function createTokenCache(setting: TokenCacheSetting, upstreamTimeoutMs: 
   const callLimitMs = callLimitFor(upstreamTimeoutMs);
   const pepper = secretsManagerPepper(setting.pepperSecret, () => runtime.epoch());
   const table = dynamoDbTable(setting.table, callLimitMs);
-  return new TokenCache(new Tier({ table, upstreamTimeoutMs, callLimitMs, pepper, runtime }), runtime);
+  return new TokenCache(new Tier({ table, upstreamTimeoutMs, callLimitMs, pepper, runtime }), runtime, upstreamTimeoutMs);
 }

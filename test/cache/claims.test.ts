@@ -1,4 +1,4 @@
-import { DOMINANCE_MS, EMPTY_WATCH, judge, lineageAfter, pollPauseMs, SILENCE_MS, waitedFor, type Watch } from '../../lambda/cache/claims';
+import { dominanceMs, EMPTY_WATCH, judge, lineageAfter, pollPauseMs, SILENCE_MS, waitedFor, type Watch } from '../../lambda/cache/claims';
 import type { ClaimFacts } from '../../lambda/cache/item-state';
 import { CLOCK_TOLERANCE_MS, epochMs, monoMs } from '../../lambda/cache/time';
 
@@ -84,11 +84,25 @@ describe('judge', () => {
     expect(see(EMPTY_WATCH, claim({ claimedAt: epochMs(claimedAt) }), 0).verdict).toBe(verdict);
   });
 
-  it("takes over from a holder whose exchange has more than a second less in all than the waiter's own would", () => {
+  it("takes over from a holder whose exchange has a fifth of the deadline (at most 1 s) less in all than the waiter's own would", () => {
     const late = claim({ leftMs: 1500, runMs: 500 });
 
-    expect(see(EMPTY_WATCH, late, 0, 2000 + DOMINANCE_MS).verdict).toBe('alive');
-    expect(see(EMPTY_WATCH, late, 0, 2000 + DOMINANCE_MS + 1).verdict).toBe('dominated');
+    expect(see(EMPTY_WATCH, late, 0, 3000).verdict).toBe('alive');
+    expect(see(EMPTY_WATCH, late, 0, 3001).verdict).toBe('dominated');
+    expect(
+      judge(EMPTY_WATCH, claim({ leftMs: 300, runMs: 200 }), read(0), NOW, 700, { upstreamTimeoutMs: 1000, settleMs: 200 }).verdict,
+    ).toBe('alive');
+    expect(
+      judge(EMPTY_WATCH, claim({ leftMs: 300, runMs: 200 }), read(0), NOW, 701, { upstreamTimeoutMs: 1000, settleMs: 200 }).verdict,
+    ).toBe('dominated');
+  });
+
+  it.each([
+    [1000, 200],
+    [5000, 1000],
+    [29_000, 1000],
+  ])('lets a holder of a %p ms deadline fall %p ms behind before it is taken over', (timeout, margin) => {
+    expect(dominanceMs(timeout)).toBe(margin);
   });
 });
 

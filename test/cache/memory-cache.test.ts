@@ -137,7 +137,7 @@ describe('TOKEN_CACHE=memory: a kept token', () => {
   });
 
   it('is forgotten least recently used first, beyond the instance bound', async () => {
-    const cache = new TokenCache(undefined, realRuntime(clock.now), 2);
+    const cache = new TokenCache(undefined, realRuntime(clock.now), 1000, 2);
     const request = (clientId: string) => ({
       clientId,
       clientSecret: 's',
@@ -168,7 +168,7 @@ describe('TOKEN_CACHE=memory: a kept token', () => {
 
 describe('TokenCache and a bug', () => {
   it('passes on what an exchange throws that is no IdP failure, and remembers nothing of it', async () => {
-    const cache = new TokenCache(undefined, realRuntime(clock.now));
+    const cache = new TokenCache(undefined, realRuntime(clock.now), 1000);
     const resolve = (exchange: () => Promise<never> | Promise<{ access_token: string }>) =>
       cache.resolve({
         request: SECRET_REQUEST,

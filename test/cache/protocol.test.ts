@@ -3,7 +3,6 @@ import type { Entry } from '../../lambda/cache/lifetime';
 import { UNKNOWN_REJECTION } from '../../lambda/cache/outcome';
 import {
   type Expected,
-  hedgeFor,
   type KeyRead,
   MAX_REFUSALS,
   type Now,
@@ -16,7 +15,7 @@ import {
   type VisitEvent,
   visitOver,
 } from '../../lambda/cache/protocol';
-import type { Remembered } from '../../lambda/cache/rules';
+import { hedgeFor, type Remembered } from '../../lambda/cache/rules';
 import { CLOCK_TOLERANCE_MS, epochMs, monoMs } from '../../lambda/cache/time';
 
 // The shared tier's protocol alone: no table, no IdP, no timers. Each test feeds the transition

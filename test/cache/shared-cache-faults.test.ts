@@ -499,7 +499,7 @@ describe('TOKEN_CACHE=shared: requests that shared a wait the deadline ended', (
   it('ends each at its own deadline: one whose deadline has passed joins no exchange started after it', async () => {
     // Prepare: on one instance, a holder's claim on the key, its IdP answering in 1.5 s; on another, three requests
     // share one wait: the first with 400 ms, then one with 3 s, then one whose deadline came before the first's
-    const [holder, waiter] = [new TokenCache(directTier(), realRuntime()), new TokenCache(directTier(), realRuntime())];
+    const [holder, waiter] = [new TokenCache(directTier(), realRuntime(), 3000), new TokenCache(directTier(), realRuntime(), 3000)];
     const ask = (deadline: number, token: string) => ({
       request: { ...SECRET_REQUEST, clientId: 'faults-client-deadline-retry' },
       tokenUrl: 'https://idp.example/t',

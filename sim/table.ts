@@ -25,17 +25,18 @@ export type TableBehaviour =
   /** The call happens, but its answer is lost: the caller gives up at its call limit. */
   | { readonly kind: 'lost-answer' };
 
-/** Something the table did that the invariants must know: a write that landed after its caller gave up. */
-export interface TableNote {
-  readonly at: number;
-  readonly pk: string;
-  readonly kind: 'late-landing' | 'write';
-  readonly item: RawItem | undefined;
-}
+/**
+ * Something the table did that the invariants must know: a write that landed (and by whom), one that
+ * landed after its caller gave up, a call made while the table was in trouble for its caller.
+ */
+export type TableNote =
+  | { readonly kind: 'write'; readonly at: number; readonly pk: string; readonly by: string; readonly item: RawItem | undefined }
+  | { readonly kind: 'late-landing'; readonly at: number; readonly pk: string; readonly item: RawItem | undefined }
+  | { readonly kind: 'trouble'; readonly at: number; readonly pk: string; readonly by: string };
 
 /**
  * A DynamoDB table in simulated time, with DynamoDB's semantics for the calls the cache makes:
- * strongly consistent GetItem; PutItem with `#rev = :rev` or `NOT attribute_type(#rev, :S)`, refused with the item that refused it (`ALL_OLD`); TTL deletion some time after expiry. Every
+ * strongly consistent GetItem; PutItem with `#rev IN (:rev0, ...)` or `NOT attribute_type(#rev, :S)`, refused with the item that refused it (`ALL_OLD`); TTL deletion some time after expiry. Every
  * call takes effect at one moment and answers at a later one, so a write can land after its caller gave up.
  */
 export class SimTable {
@@ -84,7 +85,7 @@ export class SimTable {
           report,
           itemKey,
           () => {
-            const written = this.put(itemKey, state, condition, rev);
+            const written = this.put(itemKey, state, condition, rev, owner.name);
             const outcome = 'rev' in written ? 'wrote' : 'refused';
             this.trace(
               `${owner.name} ${outcome} ${itemKey.slice(0, 6)} (${typeof condition === 'string' ? condition : 'rev'}): ${this.describe(itemKey, this.items.get(itemKey))}`,
@@ -100,6 +101,7 @@ export class SimTable {
     this.calls++;
     const behaviour = this.behaviour(this.world.now, owner.name, pk);
     const started = this.world.now;
+    if (behaviour.kind !== 'normal') this.notes.push({ kind: 'trouble', at: started, pk, by: owner.name });
     return new Promise((resolve) => {
       let settled = false;
       const answer = (value: T | Failed, name?: string) => {
@@ -145,12 +147,12 @@ export class SimTable {
     this.notes.push({ at: this.world.now, pk, kind: 'late-landing', item: this.items.get(pk) });
   }
 
-  private put(pk: string, state: SealedState, condition: Expected, rev: string): Written {
+  private put(pk: string, state: SealedState, condition: Expected, rev: string, by: string): Written {
     this.writes.set(pk, (this.writes.get(pk) ?? 0) + 1);
     const current = this.live(pk);
     if (!holds(condition, current)) return { lost: stored(current) };
     this.store(pk, { pk: { S: pk }, state: { B: state.sealed }, rev: { S: rev }, expires: { N: String(state.expiresSeconds) } });
-    this.notes.push({ at: this.world.now, pk, kind: 'write', item: this.items.get(pk) });
+    this.notes.push({ kind: 'write', at: this.world.now, pk, by, item: this.items.get(pk) });
     return { rev };
   }
 
@@ -185,8 +187,7 @@ function deletionLag(pk: string, expires: number): number {
 function holds(condition: Expected, item: RawItem | undefined): boolean {
   const rev = item?.rev;
   const isString = rev !== undefined && 'S' in rev;
-  if (condition === 'unversioned') return !isString;
-  return isString && (rev as { S: string }).S === condition.rev;
+  return isString ? condition.revs.includes((rev as { S: string }).S) : condition.unversioned;
 }
 
 /** An item as the cache's table calls see it: attributes of the expected types, anything else absent. */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UPSTREAM_ERROR_DESCRIPTION } from '../lambda/errors';
 import { bodyOf, tokenEvent } from './support/events';
-import { type HandlerProcess, startHandlerProcess } from './support/handler-process';
+import { type HandlerProcess, startHandlerProcess } from '../local/handler-process';
 import { createTestCa } from './support/test-pki';
 import { issuerScript, metadataDocument, requestLines, wellKnownPaths } from './support/scripted-issuer';
 import { json, startTokenServer, type TokenServer } from './support/token-server';

@@ -44,8 +44,15 @@ export interface VisitAsk extends Freshness {
   readonly holder: string;
 }
 
-/** The condition that overwrites exactly what a read saw: an item at a revision, or one with none (absent, or no string revision). */
-export type Expected = { readonly rev: string } | 'unversioned';
+/**
+ * The condition a write overwrites the key's item under: the item is at one of `revs`, or
+ * (`unversioned`) it has no string revision (absent, or not ours). More than one revision: the visit's
+ * own writes that are out, or whose answers never came, any of which may have landed.
+ */
+export interface Expected {
+  readonly revs: readonly string[];
+  readonly unversioned: boolean;
+}
 
 /** A read of the key's item: its state (undefined: absent, or anything that does not open), how to overwrite it, when it ran. */
 export interface KeyRead extends ReadSpan {
@@ -53,17 +60,16 @@ export interface KeyRead extends ReadSpan {
   readonly expected: Expected;
 }
 
+/** `lost` with no read: the item is absent. `failed`: no answer came (an error, or the call limit): the write may still land. */
 export type WriteResult =
-  | { readonly kind: 'won'; readonly rev: string }
-  | { readonly kind: 'lost'; readonly read: KeyRead | undefined }
-  | { readonly kind: 'failed' };
+  { readonly kind: 'won' } | { readonly kind: 'lost'; readonly read: KeyRead | undefined } | { readonly kind: 'failed' };
 
 type WritePurpose = 'claim' | 'renew' | 'settle' | 'share';
 type Timer = 'hedge' | 'poll' | 'renew' | 'settle' | 'deadline';
 
 export type VisitEvent =
   | { readonly kind: 'read'; readonly read: KeyRead | 'failed' }
-  | { readonly kind: 'written'; readonly write: WritePurpose; readonly result: WriteResult }
+  | { readonly kind: 'written'; readonly write: WritePurpose; readonly rev: string; readonly result: WriteResult }
   /** The hold on the scopes that cover the key, as read (undefined: none, or the read failed). */
   | { readonly kind: 'hold'; readonly hold: Remembered | undefined }
   | { readonly kind: 'exchanged'; readonly result: ExchangeResult }
@@ -72,7 +78,8 @@ export type VisitEvent =
 
 export type VisitAction =
   | { readonly kind: 'read' }
-  | { readonly kind: 'write'; readonly write: WritePurpose; readonly state: KeyItem; readonly expected: Expected }
+  /** Write `state` under the new revision `rev`, if the item is as `expected`. */
+  | { readonly kind: 'write'; readonly write: WritePurpose; readonly rev: string; readonly state: KeyItem; readonly expected: Expected }
   | { readonly kind: 'read-hold' }
   /** Put a hold on the client's hold item (never shortening a longer one there). */
   | { readonly kind: 'write-hold'; readonly hold: Remembered }
@@ -98,12 +105,12 @@ type KeyStage =
       readonly memo: KeyMemo;
       /** The outcomes of earlier exchanges the claim carries for their waiters. */
       readonly ended: readonly Ended[];
-      readonly rev: string;
       /** A renewal is out; `retries`: rewrites of it over a revision someone changed under this claim. */
       readonly writing: boolean;
       readonly retries: number;
       readonly renewAt: MonoMs;
     }
+  /** The outcome is written (`retries`: again, over what refused it or after no answer came). */
   | { readonly kind: 'settling'; readonly state: KeyItem; readonly retries: number }
   | { readonly kind: 'done' };
 
@@ -137,6 +144,14 @@ export interface Visit {
   readonly fallback: FailureOutcome | undefined;
   /** The item as this visit last saw it (a read, or a refused write's answer): where a token it got is shared. */
   readonly lastRead: KeyRead | undefined;
+  /**
+   * What the key's item may be at, as far as this visit knows: what it last read or wrote, and its own
+   * writes since that are out or never answered. Each write goes over all of them, so a write whose
+   * answer is late never strands the visit's claim: whichever lands first, the next lands over it.
+   */
+  readonly item: Expected;
+  /** Writes sent: each names its revision after the holder and this count. */
+  readonly sent: number;
   /** Share writes made: one, and one more over what refused it. */
   readonly shares: number;
   readonly answered: boolean;
@@ -170,6 +185,8 @@ export function startVisit(ask: VisitAsk, settings: ProtocolSettings, now: Now):
     refusals: 0,
     fallback: undefined,
     lastRead: undefined,
+    item: { revs: [], unversioned: false },
+    sent: 0,
     shares: 0,
     answered: false,
   };
@@ -192,7 +209,7 @@ export function step(visit: Visit, event: VisitEvent, now: Now): Step {
       if (event.read !== 'failed') return decideFrom(visit, event.read, now);
       return visit.watch.last === undefined ? withoutTable({ ...visit, key: { kind: 'done' } }, now) : pollAgain(visit, now);
     case 'written':
-      return written(visit, event.write, event.result, now);
+      return written(visit, event.write, event.rev, event.result, now);
     case 'hold': {
       // Kept as read: honoured (fromFleet) where it decides, never written back honoured.
       const read: Visit = { ...visit, hold: { kind: 'read', hold: event.hold } };
@@ -212,7 +229,7 @@ export function visitOver(visit: Visit): boolean {
 
 /** Decide from a read of the key's item (or the item a refused write returned). */
 function decideFrom(before: Visit, read: KeyRead, now: Now): Step {
-  const visit = { ...learn(before, read.state, now), lastRead: read };
+  const visit = { ...learn(before, read.state, now), lastRead: read, item: read.expected };
   const activity = read.state?.activity;
   const ended = read.state?.ended ?? [];
   const mine = [...ended].reverse().find((outcome) => waitedFor(visit.watch, outcome.holder, outcome.lineage));
@@ -261,7 +278,7 @@ function decideFrom(before: Visit, read: KeyRead, now: Now): Step {
     }
     case 'exchange': {
       const lineage = activity?.kind === 'claim' && verdict !== 'implausible' ? lineageAfter(activity.claim) : [];
-      return claim({ ...decided, refresh: plan.refresh }, read.expected, lineage, carried(ended, now), now);
+      return claim({ ...decided, refresh: plan.refresh }, lineage, carried(ended, now), now);
     }
   }
 }
@@ -278,7 +295,7 @@ function learn(visit: Visit, state: KeyItem | undefined, now: Now): Visit {
 }
 
 /** Write a claim on the key over what the read saw, and read the hold alongside if not yet read. The read's hedge bounds both. */
-function claim(visit: Visit, expected: Expected, lineage: readonly string[], ended: readonly Ended[], now: Now): Step {
+function claim(visit: Visit, lineage: readonly string[], ended: readonly Ended[], now: Now): Step {
   const beat = visit.beat + 1;
   const facts: ClaimFacts = {
     holder: visit.ask.holder,
@@ -290,18 +307,48 @@ function claim(visit: Visit, expected: Expected, lineage: readonly string[], end
   };
   const memo = memoOf(visit);
   const readHold = visit.hold.kind === 'unread';
+  const sent = write(visit, 'claim', { kind: 'key', memo, activity: { kind: 'claim', claim: facts }, ended });
   return {
-    visit: { ...visit, beat, key: { kind: 'claiming', facts, memo, ended }, hold: readHold ? { kind: 'reading' } : visit.hold },
-    actions: [
-      { kind: 'write', write: 'claim', state: { kind: 'key', memo, activity: { kind: 'claim', claim: facts }, ended }, expected },
-      ...(readHold ? [{ kind: 'read-hold' } as const] : []),
-    ],
+    visit: { ...sent.visit, beat, key: { kind: 'claiming', facts, memo, ended }, hold: readHold ? { kind: 'reading' } : visit.hold },
+    actions: [sent.action, ...(readHold ? [{ kind: 'read-hold' } as const] : [])],
   };
 }
 
-type Holding = Extract<KeyStage, { kind: 'holding' }>;
+/** Send a write over whatever the item may be at; from then on it may be at this write's revision too. */
+function write(visit: Visit, purpose: WritePurpose, state: KeyItem, expected = visit.item): { visit: Visit; action: VisitAction } {
+  const rev = `${visit.ask.holder}.${visit.sent}`;
+  return {
+    visit: { ...visit, sent: visit.sent + 1, item: { ...visit.item, revs: [...visit.item.revs, rev].slice(-REVS_KEPT) } },
+    action: { kind: 'write', write: purpose, rev, state, expected },
+  };
+}
 
-function written(visit: Visit, purpose: WritePurpose, result: WriteResult, now: Now): Step {
+// The revisions a condition allows: more than a visit has out or unanswered but while the table fails.
+const REVS_KEPT = 8;
+
+/**
+ * What the item may be at once the write `rev` answered: its revision (and this visit's writes sent
+ * after it), what refused it (absent, when the refusal came with no item), or, with no answer, as before.
+ */
+function afterWrite(item: Expected, rev: string, result: WriteResult): Expected {
+  const later = item.revs.slice(item.revs.indexOf(rev) + 1);
+  switch (result.kind) {
+    case 'won':
+      return { revs: [rev, ...later], unversioned: false };
+    case 'lost':
+      return result.read
+        ? { revs: [...result.read.expected.revs, ...later], unversioned: result.read.expected.unversioned }
+        : { revs: later, unversioned: true };
+    case 'failed':
+      return item;
+  }
+}
+
+type Holding = Extract<KeyStage, { kind: 'holding' }>;
+type Claimed = Extract<KeyStage, { kind: 'claiming' | 'holding' }>;
+
+function written(before: Visit, purpose: WritePurpose, rev: string, result: WriteResult, now: Now): Step {
+  const visit = { ...before, item: afterWrite(before.item, rev, result) };
   const { key } = visit;
   if (purpose === 'claim' && key.kind === 'claiming') return claimWritten(visit, key, result, now);
   if (purpose === 'renew' && key.kind === 'holding') return renewWritten(visit, key, result, now);
@@ -314,22 +361,20 @@ function written(visit: Visit, purpose: WritePurpose, result: WriteResult, now: 
 }
 
 function claimWritten(visit: Visit, key: Extract<KeyStage, { kind: 'claiming' }>, result: WriteResult, now: Now): Step {
-  if (result.kind === 'won') {
+  if (result.kind !== 'lost') {
+    // A claim whose answer never came may have landed: the visit holds it as far as the item tells, and
+    // its next write, over the claim or what it claimed, finds out.
     const held: Holding = {
       kind: 'holding',
       facts: key.facts,
       memo: key.memo,
       ended: key.ended,
-      rev: result.rev,
       writing: false,
       retries: 0,
       renewAt: now.mono,
     };
-    const holding = { ...visit, key: held };
-    // An exchange the hedge started may have ended while the claim was out: its outcome settles the claim.
-    return visit.exchange.kind === 'done' ? settle(holding, held, visit.exchange.outcome, now) : proceedAsHolder(holding, now);
+    return proceedAsHolder({ ...visit, key: held }, now);
   }
-  if (result.kind === 'failed') return withoutTable({ ...visit, key: { kind: 'done' } }, now);
   const refused = { ...visit, refusals: visit.refusals + 1 };
   if (refused.refusals >= MAX_REFUSALS) return withoutTable({ ...refused, key: { kind: 'done' } }, now);
   if (result.read) return decideFrom({ ...refused, key: { kind: 'reading' } }, result.read, now);
@@ -337,36 +382,36 @@ function claimWritten(visit: Visit, key: Extract<KeyStage, { kind: 'claiming' }>
 }
 
 function renewWritten(visit: Visit, key: Holding, result: WriteResult, now: Now): Step {
+  // A holder's exchange runs until it ends, and then the claim is settled: renewals answer while it runs.
+  const { since } = visit.exchange as Extract<ExchangeStage, { kind: 'running' }>;
   if (result.kind !== 'lost') {
-    const held = { ...key, rev: result.kind === 'won' ? result.rev : key.rev, writing: false, retries: 0 };
-    const next = { ...visit, key: held };
-    return visit.exchange.kind === 'done' ? settle(next, held, visit.exchange.outcome, now) : scheduleRenewal(next, held, now);
+    const held = { ...key, writing: false, retries: 0 };
+    return scheduleRenewal({ ...visit, key: held }, held, now);
   }
   const { read } = result;
   if (read && ownClaim(visit, read) && key.retries < MAX_REWRITES) {
     // Someone changed the revision under this claim, perhaps to share a token: keep what the item holds.
     const learned = { ...learn(visit, read.state, now), lastRead: read };
     const held = { ...key, memo: memoOf(learned), retries: key.retries + 1 };
-    if (learned.exchange.kind === 'done') return settle({ ...learned, key: held }, held, learned.exchange.outcome, now, read.expected);
-    const { since } = learned.exchange as Extract<ExchangeStage, { kind: 'running' }>;
-    return {
-      visit: { ...learned, key: held },
-      actions: [{ kind: 'write', write: 'renew', state: renewal(learned, held, since, now), expected: read.expected }],
-    };
+    const sent = write({ ...learned, key: held }, 'renew', renewal(learned, held, since, now));
+    return { visit: sent.visit, actions: [sent.action] };
   }
   // Another instance counted this holder as gone and took over: its outcome is its own to write.
   return takenOver({ ...visit, lastRead: read ?? visit.lastRead }, now);
 }
 
 function settleWritten(visit: Visit, key: Extract<KeyStage, { kind: 'settling' }>, result: WriteResult, now: Now): Step {
+  if (result.kind === 'failed' && key.retries < MAX_REWRITES) {
+    // A settle left unwritten leaves a silent claim for the next request to wait out: once more, over either revision.
+    const sent = write({ ...visit, key: { ...key, retries: key.retries + 1 } }, 'settle', key.state);
+    return { visit: sent.visit, actions: [sent.action] };
+  }
   const read = result.kind === 'lost' ? result.read : undefined;
   if (read && ownClaim(visit, read) && key.retries < MAX_REWRITES) {
     const learned = learn(visit, read.state, now);
     const state = { ...key.state, memo: newerMemo(key.state.memo, memoOf(learned)) };
-    return {
-      visit: { ...learned, lastRead: read, key: { ...key, state, retries: key.retries + 1 } },
-      actions: [{ kind: 'write', write: 'settle', state, expected: read.expected }],
-    };
+    const sent = write({ ...learned, lastRead: read, key: { ...key, state, retries: key.retries + 1 } }, 'settle', state);
+    return { visit: sent.visit, actions: [sent.action] };
   }
   // Landed, failed, or taken over: the new holder's outcome is its own, but a token this one got is shared.
   return result.kind === 'lost'
@@ -391,7 +436,7 @@ function proceedAsHolder(visit: Visit, now: Now): Step {
   if (hold) {
     const outcome = outcomeOf(visit, hold, 'hold', now);
     // The waiters get the hold as the fleet wrote it, and honour it themselves.
-    return settle({ ...visit, exchange: { kind: 'done', outcome } }, key, outcome, now, { rev: key.rev }, read);
+    return settle({ ...visit, exchange: { kind: 'done', outcome } }, key, outcome, now, read);
   }
   return exchangeAsHolder(visit, key, now);
 }
@@ -458,13 +503,15 @@ function exchanged(before: Visit, result: ExchangeResult, now: Now): Step {
     const { key } = visit;
     switch (key.kind) {
       case 'holding':
-        // A renewal is out: the settle follows it; the caller waits for that no longer than the hedge.
-        if (key.writing)
-          return { visit, actions: [{ kind: 'timer', timer: 'settle', at: monoMs(now.mono + visit.settings.hedgeMs) } as const] };
+        // Over the claim as last written or as a renewal still out leaves it: the caller never waits on a renewal.
         return settle(visit, key, outcome, now);
-      case 'claiming':
-        // The claim's result settles it; the caller need not wait for that.
-        return answer(visit, outcome);
+      case 'claiming': {
+        // The hedge sent this exchange: the table is slow. The outcome goes out over the claim or what it
+        // claimed, whichever the item holds when it lands, and the caller has it at once.
+        const settled = settle(visit, key, outcome, now);
+        const answered = answer(settled.visit, outcome);
+        return { visit: answered.visit, actions: [...settled.actions, ...answered.actions] };
+      }
       case 'waiting':
         // A failure of this visit's own exchange waits for the live holder's outcome, which may be a token.
         if (outcome.kind === 'failure') return { visit: { ...visit, fallback: outcome }, actions: [] };
@@ -477,18 +524,10 @@ function exchanged(before: Visit, result: ExchangeResult, now: Now): Step {
 }
 
 /**
- * Replace the claim with the outcome where the waiters read it (over `expected`: the claim's revision,
- * or the one someone moved it to); the caller gets its answer once that landed, or after the hedge.
- * `recorded`: a hold as the fleet wrote it, in place of the one honoured here.
+ * Replace the claim with the outcome where the waiters read it; the caller gets its answer once that
+ * landed, or after the hedge. `recorded`: a hold as the fleet wrote it, in place of the one honoured here.
  */
-function settle(
-  visit: Visit,
-  held: Holding,
-  outcome: Outcome,
-  now: Now,
-  expected: Expected = { rev: held.rev },
-  recorded?: Remembered,
-): Step {
+function settle(visit: Visit, held: Claimed, outcome: Outcome, now: Now, recorded?: Remembered): Step {
   const memo = memoOf(visit);
   const { holder } = visit.ask;
   const { lineage } = held.facts;
@@ -518,13 +557,8 @@ function settle(
     };
   }
   const settleAt = monoMs(now.mono + visit.settings.hedgeMs);
-  return {
-    visit: { ...visit, key: { kind: 'settling', state, retries: 0 } },
-    actions: [
-      { kind: 'write', write: 'settle', state, expected },
-      { kind: 'timer', timer: 'settle', at: settleAt },
-    ],
-  };
+  const sent = write({ ...visit, key: { kind: 'settling', state, retries: 0 } }, 'settle', state);
+  return { visit: sent.visit, actions: [sent.action, { kind: 'timer', timer: 'settle', at: settleAt }] };
 }
 
 /** A holder another instance took over: it answers its own caller with its own exchange, and shares a token it got. */
@@ -560,10 +594,8 @@ function share(visit: Visit, outcome: Outcome, now: Now): Step {
   if (base?.memo.kept && phaseOf(base.memo.kept, now.epoch) === 'fresh') return { visit, actions: [] };
   const memo = newerMemo(base?.memo ?? { kept: null, rejectedAt: epochMs(0) }, { kept: outcome.entry, rejectedAt: visit.rejectedAt });
   const state: KeyItem = { kind: 'key', memo, activity: base?.activity ?? { kind: 'idle' }, ended: carried(base?.ended ?? [], now) };
-  return {
-    visit: { ...visit, shares: visit.shares + 1 },
-    actions: [{ kind: 'write', write: 'share', state, expected: visit.lastRead.expected }],
-  };
+  const sent = write({ ...visit, shares: visit.shares + 1 }, 'share', state, visit.lastRead.expected);
+  return { visit: sent.visit, actions: [sent.action] };
 }
 
 /** Two memos as one: the newer token that outlives the later rejection. */
@@ -587,13 +619,11 @@ function timer(visit: Visit, which: Timer, at: MonoMs, now: Now): Step {
     case 'renew': {
       if (key.kind !== 'holding' || key.writing || visit.exchange.kind !== 'running' || key.renewAt !== at) return { visit, actions: [] };
       const renewing = { ...visit, beat: visit.beat + 1 };
-      return {
-        visit: { ...renewing, key: { ...key, writing: true } },
-        actions: [{ kind: 'write', write: 'renew', state: renewal(renewing, key, visit.exchange.since, now), expected: { rev: key.rev } }],
-      };
+      const sent = write({ ...renewing, key: { ...key, writing: true } }, 'renew', renewal(renewing, key, visit.exchange.since, now));
+      return { visit: sent.visit, actions: [sent.action] };
     }
     case 'settle':
-      return key.kind === 'settling' || key.kind === 'holding' ? answerExchange(visit) : { visit, actions: [] };
+      return key.kind === 'settling' ? answerExchange(visit) : { visit, actions: [] };
     case 'deadline':
       if (visit.exchange.kind === 'done') return answerExchange(visit);
       return answer(visit, visit.fallback ?? deadlineOutcome(visit, now));

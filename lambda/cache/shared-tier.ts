@@ -85,7 +85,13 @@ export class SharedTier {
     const calls = this.settings.table.calls(ask.report);
     const { runtime } = this.settings;
     return new Promise<Outcome>((resolve, reject) => {
-      const stopped = new AbortController();
+      // One timer of each kind at a time: one set again replaces the last (the protocol matches timers by
+      // when they were set for), so a long wait never piles up timers.
+      const timers = new Map<string, AbortController>();
+      const stop = (): void => {
+        over = true;
+        for (const timer of timers.values()) timer.abort();
+      };
       let over = false;
       let visit: Step['visit'];
       let holdWrite: Promise<void> | undefined;
@@ -96,10 +102,7 @@ export class SharedTier {
       const apply = (next: Step): void => {
         visit = next.visit;
         for (const action of next.actions) perform(action);
-        if (visitOver(visit)) {
-          over = true;
-          stopped.abort();
-        }
+        if (visitOver(visit)) stop();
       };
       const perform = (action: VisitAction): void => {
         switch (action.kind) {
@@ -112,11 +115,14 @@ export class SharedTier {
           }
           case 'write': {
             const startedAt = runtime.mono();
-            void calls
-              .put(keys.itemKey, sealState(keys, action.state), action.expected, runtime.id())
-              .then((written) =>
-                feed({ kind: 'written', write: action.write, result: writeResult(keys, written, startedAt, runtime.mono()) }),
-              );
+            void calls.put(keys.itemKey, sealState(keys, action.state), action.expected, action.rev).then((written) =>
+              feed({
+                kind: 'written',
+                write: action.write,
+                rev: action.rev,
+                result: writeResult(keys, written, startedAt, runtime.mono()),
+              }),
+            );
             return;
           }
           case 'read-hold':
@@ -133,18 +139,21 @@ export class SharedTier {
               (result) => feed({ kind: 'exchanged', result }),
               (bug: unknown) => {
                 // A bug ends the visit where it is: its claim goes unrenewed, and a waiter takes over within a second.
-                over = true;
-                stopped.abort();
+                stop();
                 reject(bug);
               },
             );
             return;
-          case 'timer':
-            runtime.sleep(action.at - runtime.mono(), stopped.signal).then(
+          case 'timer': {
+            timers.get(action.timer)?.abort();
+            const timer = new AbortController();
+            timers.set(action.timer, timer);
+            runtime.sleep(action.at - runtime.mono(), timer.signal).then(
               () => feed({ kind: 'timer', timer: action.timer, at: action.at }),
               () => undefined,
             );
             return;
+          }
           case 'answer': {
             // A hold for the whole client is worth the wait of one write, within the hedge.
             const pending = holdWrite ? Promise.race([holdWrite, runtime.sleep(this.protocol.hedgeMs)]) : undefined;
@@ -237,13 +246,13 @@ function keyRead(keys: ItemKeys, item: StoredItem | undefined, startedAt: MonoMs
 
 function writeResult(keys: ItemKeys, written: Awaited<ReturnType<TableCalls['put']>>, startedAt: MonoMs, endedAt: MonoMs): WriteResult {
   if (written === FAILED) return { kind: 'failed' };
-  if ('rev' in written) return { kind: 'won', rev: written.rev };
+  if ('rev' in written) return { kind: 'won' };
   return { kind: 'lost', read: written.lost && keyRead(keys, written.lost, startedAt, endedAt) };
 }
 
 /** The condition that overwrites exactly this item: its revision, or none (absent, or no string revision: not ours). */
 function expectedOf(item: StoredItem | undefined): Expected {
-  return item?.rev === undefined ? 'unversioned' : { rev: item.rev };
+  return item?.rev === undefined ? { revs: [], unversioned: true } : { revs: [item.rev], unversioned: false };
 }
 
 async function readHold(calls: TableCalls, keys: ItemKeys): Promise<{ hold: Remembered | undefined; expected: Expected } | typeof FAILED> {

@@ -125,18 +125,24 @@ export class DynamoDbTable implements Table {
 function condition(
   expected: Expected,
 ): Pick<PutItemCommandInput, 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> {
-  if (expected === 'unversioned') {
+  const clauses: string[] = [];
+  const values: Record<string, AttributeValue> = {};
+  if (expected.unversioned) {
     // Absent, or written by someone else with no string revision: garbage to overwrite, once (an honest write leaves a string).
-    return {
-      ConditionExpression: 'NOT attribute_type(#rev, :string)',
-      ExpressionAttributeNames: { '#rev': attributes.revision },
-      ExpressionAttributeValues: { ':string': { S: 'S' } },
-    };
+    clauses.push('NOT attribute_type(#rev, :string)');
+    values[':string'] = { S: 'S' };
+  }
+  if (expected.revs.length > 0) {
+    const names = expected.revs.map((rev, index) => {
+      values[`:rev${index}`] = { S: rev };
+      return `:rev${index}`;
+    });
+    clauses.push(`#rev IN (${names.join(', ')})`);
   }
   return {
-    ConditionExpression: '#rev = :rev',
+    ConditionExpression: clauses.join(' OR '),
     ExpressionAttributeNames: { '#rev': attributes.revision },
-    ExpressionAttributeValues: { ':rev': { S: expected.rev } },
+    ExpressionAttributeValues: values,
   };
 }
 

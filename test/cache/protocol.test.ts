@@ -14,6 +14,7 @@ import {
   type VisitAsk,
   type VisitEvent,
   visitOver,
+  type WriteResult,
 } from '../../lambda/cache/protocol';
 import { hedgeFor, type Remembered } from '../../lambda/cache/rules';
 import { CLOCK_TOLERANCE_MS, epochMs, monoMs } from '../../lambda/cache/time';
@@ -61,17 +62,33 @@ const item = (parts: Partial<Omit<KeyItem, 'kind'>> = {}): KeyItem => ({
 });
 const claimed = (parts: Partial<ClaimFacts> = {}, rest: Partial<Omit<KeyItem, 'kind' | 'activity'>> = {}) =>
   item({ activity: { kind: 'claim', claim: claimFacts(parts) }, ...rest });
-const read = (state: KeyItem | undefined, atMs = 0, expected: Expected = { rev: 'r1' }): VisitEvent => ({
+/** The item at one of these revisions; or, UNVERSIONED, with none. */
+const revs = (...at: string[]): Expected => ({ revs: at, unversioned: false });
+const UNVERSIONED: Expected = { revs: [], unversioned: true };
+const read = (state: KeyItem | undefined, atMs = 0, expected: Expected = revs('r1')): VisitEvent => ({
   kind: 'read',
   read: { state, expected, startedAt: monoMs(atMs), endedAt: monoMs(atMs + 2) },
 });
 const failure = (code: Remembered['code'], untilMs: number): Remembered => ({ code, until: epochMs(T0 + untilMs) });
 const ended = (holder: string, outcome: Ended['outcome'], lineage: readonly string[] = []): Ended => ({ holder, lineage, outcome });
 
+/** The answer to a write: by default the visit's latest (`me.N`, its holder and count of writes). */
+const LATEST = 'latest';
+const wrote = (write: 'claim' | 'renew' | 'settle' | 'share', result: WriteResult, rev = LATEST): VisitEvent => ({
+  kind: 'written',
+  write,
+  rev,
+  result,
+});
+
 /** Feed events in order, each at its moment; the last step. */
 function run(first: Step, ...events: [VisitEvent, number][]): Step {
   let current = first;
-  for (const [event, ms] of events) current = step(current.visit, event, at(ms));
+  for (const [event, ms] of events) {
+    const latest = `${current.visit.ask.holder}.${current.visit.sent - 1}`;
+    const resolved = event.kind === 'written' && event.rev === LATEST ? { ...event, rev: latest } : event;
+    current = step(current.visit, resolved, at(ms));
+  }
   return current;
 }
 const start = (parts: Partial<VisitAsk> = {}, ms = 0) => startVisit(ask(parts), SETTINGS, at(ms));
@@ -122,13 +139,14 @@ describe('a visit begins', () => {
 
 describe('a read of the key', () => {
   it('with nothing there: claims it over no string revision, and reads the hold alongside', () => {
-    const { visit, actions } = run(start(), [read(undefined, 0, 'unversioned'), 3]);
+    const { visit, actions } = run(start(), [read(undefined, 0, UNVERSIONED), 3]);
 
     expect(kinds(actions)).toEqual(['write:claim', 'read-hold']);
     expect(writeOf(actions)).toEqual({
       kind: 'write',
       write: 'claim',
-      expected: 'unversioned',
+      rev: 'me.0',
+      expected: UNVERSIONED,
       state: item({
         activity: { kind: 'claim', claim: { holder: 'me', beat: 0, leftMs: 4997, runMs: 0, claimedAt: epochMs(T0 + 3), lineage: [] } },
       }),
@@ -272,7 +290,7 @@ describe('refresh ahead', () => {
     const { actions } = run(
       start({ known: inWindow, refresh: true }),
       [read(undefined), 0],
-      [{ kind: 'written', write: 'claim', result: { kind: 'won', rev: 'r2' } }, 1],
+      [wrote('claim', { kind: 'won' }), 1],
       [{ kind: 'hold', hold: undefined }, 2],
     );
 
@@ -327,7 +345,7 @@ describe('a waiter', () => {
     const { actions } = run(waiting(), [{ kind: 'timer', timer: 'poll', at: monoMs(102) }, 752], [read(claimed(), 752), 754]);
 
     expect(writeOf(actions, 'claim')?.state.activity).toMatchObject({ claim: { holder: 'me', lineage: ['other'] } });
-    expect(writeOf(actions, 'claim')?.expected).toEqual({ rev: 'r1' });
+    expect(writeOf(actions, 'claim')?.expected).toEqual(revs('r1'));
   });
 
   it('waits on while the beats come', () => {
@@ -419,8 +437,8 @@ describe('a waiter', () => {
 });
 
 describe('a claim', () => {
-  const claiming = (parts: Partial<VisitAsk> = {}) => run(start(parts), [read(undefined, 0, 'unversioned'), 2]);
-  const won: VisitEvent = { kind: 'written', write: 'claim', result: { kind: 'won', rev: 'r2' } };
+  const claiming = (parts: Partial<VisitAsk> = {}) => run(start(parts), [read(undefined, 0, UNVERSIONED), 2]);
+  const won: VisitEvent = wrote('claim', { kind: 'won' });
 
   it('that lands, with no hold: asks the IdP and renews every 250 ms', () => {
     const { visit, actions } = run(claiming(), [won, 5], [{ kind: 'hold', hold: undefined }, 6]);
@@ -429,7 +447,7 @@ describe('a claim', () => {
       { kind: 'exchange', leftMs: 4994, refresh: false, hedged: false },
       { kind: 'timer', timer: 'renew', at: 256 },
     ]);
-    expect(visit.key).toMatchObject({ kind: 'holding', rev: 'r2' });
+    expect(visit).toMatchObject({ key: { kind: 'holding' }, item: revs('me.0') });
   });
 
   it('that lands before the hold read answers: waits for it, as long as the hedge', () => {
@@ -447,24 +465,20 @@ describe('a claim', () => {
     const { actions } = run(claiming(), [{ kind: 'hold', hold }, 4], [won, 5]);
 
     expect(writeOf(actions, 'settle')?.state.ended).toEqual([ended('me', { kind: 'failure', failure: hold })]);
-    expect(
-      run(claiming(), [{ kind: 'hold', hold }, 4], [won, 5], [{ kind: 'written', write: 'settle', result: { kind: 'won', rev: 'r3' } }, 8])
-        .actions,
-    ).toEqual([{ kind: 'answer', outcome: expect.objectContaining({ failure: failure('upstream_throttled', 15_000), cause: 'hold' }) }]);
+    expect(run(claiming(), [{ kind: 'hold', hold }, 4], [won, 5], [wrote('settle', { kind: 'won' }), 8]).actions).toEqual([
+      { kind: 'answer', outcome: expect.objectContaining({ failure: failure('upstream_throttled', 15_000), cause: 'hold' }) },
+    ]);
   });
 
   it('that loses: decides again from the item it lost to', () => {
-    const { visit } = run(claiming(), [
-      { kind: 'written', write: 'claim', result: { kind: 'lost', read: (read(claimed(), 3) as { read: KeyRead }).read } },
-      5,
-    ]);
+    const { visit } = run(claiming(), [wrote('claim', { kind: 'lost', read: (read(claimed(), 3) as { read: KeyRead }).read }), 5]);
 
     expect(visit.key.kind).toBe('waiting');
     expect(visit.refusals).toBe(1);
   });
 
   it('that loses to an item the server did not return: reads it again', () => {
-    const { actions } = run(claiming(), [{ kind: 'written', write: 'claim', result: { kind: 'lost', read: undefined } }, 5]);
+    const { actions } = run(claiming(), [wrote('claim', { kind: 'lost', read: undefined }), 5]);
 
     expect(actions).toEqual([{ kind: 'read' }]);
   });
@@ -472,50 +486,77 @@ describe('a claim', () => {
   it(`refused ${MAX_REFUSALS} times: goes on without the table, once the hold is known`, () => {
     let current = claiming();
     for (let refused = 1; refused < MAX_REFUSALS; refused++) {
-      current = run(
-        current,
-        [{ kind: 'written', write: 'claim', result: { kind: 'lost', read: undefined } }, 5],
-        [read(undefined, 6, 'unversioned'), 7],
-      );
+      current = run(current, [wrote('claim', { kind: 'lost', read: undefined }), 5], [read(undefined, 6, UNVERSIONED), 7]);
     }
-    const lastRefused = run(current, [{ kind: 'written', write: 'claim', result: { kind: 'lost', read: undefined } }, 8]);
+    const lastRefused = run(current, [wrote('claim', { kind: 'lost', read: undefined }), 8]);
     const heldOff = run(lastRefused, [{ kind: 'hold', hold: undefined }, 9]);
+    const held = run(lastRefused, [{ kind: 'hold', hold: failure('upstream_throttled', 3000) }, 9]);
 
     expect(lastRefused.visit.key.kind).toBe('done');
     expect(kinds(heldOff.actions)).toEqual(['exchange']);
+    expect(answerOf(held.actions)).toMatchObject({ cause: 'hold' });
   });
 
-  it('that fails: goes on without the table, once the hold read under way is known', () => {
-    const failed = run(claiming(), [{ kind: 'written', write: 'claim', result: { kind: 'failed' } }, 5]);
+  it('whose answer never came: holds it as far as the item tells, once the hold read under way is known', () => {
+    const failed = run(claiming(), [wrote('claim', { kind: 'failed' }), 5]);
     const held = run(failed, [{ kind: 'hold', hold: failure('upstream_throttled', 3000) }, 6]);
     const free = run(failed, [{ kind: 'hold', hold: undefined }, 6]);
+    const renewed = run(free, [{ kind: 'timer', timer: 'renew', at: monoMs(256) }, 256]);
 
+    // Its next write goes over what it read (absent) or its claim, whichever the item holds
+    const either = { revs: ['me.0'], unversioned: true };
     expect(failed.actions).toEqual([]);
-    expect(answerOf(held.actions)).toMatchObject({ cause: 'hold' });
-    expect(kinds(free.actions)).toEqual(['exchange']);
+    expect(writeOf(held.actions, 'settle')).toMatchObject({ expected: either, state: { activity: { kind: 'idle' } } });
+    expect(kinds(free.actions)).toEqual(['exchange', 'timer:renew']);
+    expect(writeOf(renewed.actions, 'renew')).toMatchObject({ rev: 'me.1', expected: either });
   });
 
-  it('whose hold read never answers: asks the IdP at the hedge', () => {
-    const failed = run(claiming(), [{ kind: 'written', write: 'claim', result: { kind: 'failed' } }, 5]);
+  it('whose answer never came, nor the hold read: asks the IdP at the hedge, as the holder', () => {
+    const failed = run(claiming(), [wrote('claim', { kind: 'failed' }), 5]);
 
     const hedged = run(failed, [{ kind: 'timer', timer: 'hedge', at: monoMs(200) }, 200]);
 
-    expect(hedged.actions).toEqual([{ kind: 'exchange', leftMs: 4800, refresh: false, hedged: true }]);
+    expect(hedged.actions).toEqual([
+      { kind: 'exchange', leftMs: 4800, refresh: false, hedged: true },
+      { kind: 'timer', timer: 'renew', at: 450 },
+    ]);
   });
 
-  it('still out when the exchange the hedge started ends: the caller has its answer, and a claim that lands after settles', () => {
+  it('that turns out not to have landed: the request answers with its own exchange, and shares its token', () => {
+    const failed = run(claiming(), [wrote('claim', { kind: 'failed' }), 5], [{ kind: 'hold', hold: undefined }, 6]);
+    const renewing = run(failed, [{ kind: 'timer', timer: 'renew', at: monoMs(256) }, 256]);
+    const theirs = { state: claimed({ holder: 'other' }), expected: revs('n'), startedAt: monoMs(256), endedAt: monoMs(258) };
+    const refused = run(renewing, [wrote('renew', { kind: 'lost', read: theirs }), 260]);
+
+    const { actions } = run(refused, [{ kind: 'exchanged', result: { token: token('new') } }, 300]);
+
+    expect(refused.actions).toEqual([]);
+    expect(kinds(actions)).toEqual(['answer', 'write:share']);
+    expect(writeOf(actions, 'share')).toMatchObject({ expected: revs('n'), state: { activity: { kind: 'claim' } } });
+  });
+
+  it('still out when the exchange the hedge started ends: the outcome goes out over the claim or what it claimed, and the caller has it at once', () => {
     const hedged = run(claiming(), [{ kind: 'timer', timer: 'hedge', at: monoMs(200) }, 200]);
     const answered = run(hedged, [{ kind: 'exchanged', result: { token: token('new') } }, 300]);
-    const landed = run(answered, [won, 400]);
+    const landed = run(answered, [wrote('claim', { kind: 'won' }, 'me.0'), 400]);
+    const settled = run(landed, [wrote('settle', { kind: 'won' }, 'me.1'), 410]);
 
+    expect(kinds(answered.actions)).toEqual(['write:settle', 'timer:settle', 'answer']);
+    expect(writeOf(answered.actions, 'settle')).toMatchObject({
+      rev: 'me.1',
+      expected: { revs: ['me.0'], unversioned: true },
+      state: { memo: { kept: token('new') }, activity: { kind: 'idle' } },
+    });
     expect(answerOf(answered.actions)).toEqual({ kind: 'token', entry: token('new'), from: 'idp' });
-    expect(writeOf(landed.actions, 'settle')?.state.memo.kept).toEqual(token('new'));
+    expect(landed.actions).toEqual([]);
+    expect(landed.visit.item).toEqual(revs('me.0', 'me.1'));
+    expect(visitOver(settled.visit)).toBe(true);
   });
 });
 
 describe('a claim, further', () => {
-  const claiming = () => run(start(), [read(undefined, 0, 'unversioned'), 2]);
-  const won: VisitEvent = { kind: 'written', write: 'claim', result: { kind: 'won', rev: 'r2' } };
+  const claiming = () => run(start(), [read(undefined, 0, UNVERSIONED), 2]);
+  const won: VisitEvent = wrote('claim', { kind: 'won' });
 
   it('that loses after the hold was read in force: answers the hold', () => {
     const hold = failure('upstream_throttled', 3000);
@@ -523,10 +564,7 @@ describe('a claim, further', () => {
     const { actions } = run(
       claiming(),
       [{ kind: 'hold', hold }, 3],
-      [
-        { kind: 'written', write: 'claim', result: { kind: 'lost', read: (read(undefined, 4, 'unversioned') as { read: KeyRead }).read } },
-        5,
-      ],
+      [wrote('claim', { kind: 'lost', read: (read(undefined, 4, UNVERSIONED) as { read: KeyRead }).read }), 5],
     );
 
     expect(answerOf(actions)).toMatchObject({ failure: failure('upstream_throttled', 8000), cause: 'hold' });
@@ -542,45 +580,46 @@ describe('a claim, further', () => {
     expect(writeOf(renewed.actions, 'renew')?.state.activity).toMatchObject({ claim: { runMs: 260, leftMs: 4540 } });
   });
 
-  it('that fails after the exchange the hedge started has ended: nothing more to do', () => {
+  it('whose answer never came, after the outcome went out: nothing more to do', () => {
     const hedged = run(
       claiming(),
       [{ kind: 'timer', timer: 'hedge', at: monoMs(200) }, 200],
       [{ kind: 'exchanged', result: { token: token('new') } }, 250],
     );
 
-    const { visit, actions } = run(hedged, [{ kind: 'written', write: 'claim', result: { kind: 'failed' } }, 260]);
+    const { visit, actions } = run(hedged, [wrote('claim', { kind: 'failed' }, 'me.0'), 260]);
 
     expect(actions).toEqual([]);
-    expect(visitOver(visit)).toBe(true);
+    expect(visit.key.kind).toBe('settling');
   });
 });
 
 describe('a holder, further', () => {
   const holding = (parts: Partial<VisitAsk> = {}) =>
-    run(
-      start(parts),
-      [read(undefined, 0, 'unversioned'), 2],
-      [{ kind: 'written', write: 'claim', result: { kind: 'won', rev: 'r2' } }, 5],
-      [{ kind: 'hold', hold: undefined }, 6],
-    );
+    run(start(parts), [read(undefined, 0, UNVERSIONED), 2], [wrote('claim', { kind: 'won' }), 5], [{ kind: 'hold', hold: undefined }, 6]);
   const renewing = () => run(holding(), [{ kind: 'timer', timer: 'renew', at: monoMs(256) }, 256]);
-  const lost = (write: 'renew' | 'settle', state: KeyItem | undefined, rev = 'n'): VisitEvent => ({
-    kind: 'written',
-    write,
-    result: { kind: 'lost', read: { state, expected: { rev }, startedAt: monoMs(0), endedAt: monoMs(0) } },
-  });
+  /** A refusal of the write `rev` (the latest) by an item at revision `at`. */
+  const lost = (write: 'renew' | 'settle', state: KeyItem | undefined, at = 'n', rev = LATEST): VisitEvent =>
+    wrote(write, { kind: 'lost', read: { state, expected: revs(at), startedAt: monoMs(0), endedAt: monoMs(0) } }, rev);
 
-  it('whose renewal is refused by its own claim after its exchange ended: settles over that revision', () => {
+  it('settles at once when its exchange ends with a renewal out, over the claim or what the renewal leaves', () => {
     const done = run(renewing(), [{ kind: 'exchanged', result: { token: token('new') } }, 300]);
 
-    const { actions } = run(done, [lost('renew', claimed({ holder: 'me' }), 'forged'), 310]);
+    expect(writeOf(done.actions, 'settle')).toMatchObject({ rev: 'me.2', expected: revs('me.0', 'me.1') });
+  });
 
-    expect(writeOf(actions, 'settle')).toMatchObject({ expected: { rev: 'forged' }, state: { memo: { kept: token('new') } } });
+  it('whose renewal and then settle are refused by its own claim moved: writes the settle again over what refused it', () => {
+    const done = run(renewing(), [{ kind: 'exchanged', result: { token: token('new') } }, 300]);
+    const renewalRefused = run(done, [lost('renew', claimed({ holder: 'me' }), 'forged', 'me.1'), 310]);
+
+    const { actions } = run(renewalRefused, [lost('settle', claimed({ holder: 'me' }), 'forged', 'me.2'), 312]);
+
+    expect(renewalRefused.actions).toEqual([]);
+    expect(writeOf(actions, 'settle')).toMatchObject({ rev: 'me.3', expected: revs('forged'), state: { memo: { kept: token('new') } } });
   });
 
   it('whose renewal is refused with no item returned: counts itself taken over', () => {
-    const { visit } = run(renewing(), [{ kind: 'written', write: 'renew', result: { kind: 'lost', read: undefined } }, 260]);
+    const { visit } = run(renewing(), [wrote('renew', { kind: 'lost', read: undefined }), 260]);
 
     expect(visit.key.kind).toBe('done');
   });
@@ -588,7 +627,7 @@ describe('a holder, further', () => {
   it('whose settle is refused with no item returned: answers, and shares nothing it cannot place', () => {
     const done = run(holding(), [{ kind: 'exchanged', result: { token: token('new') } }, 100]);
 
-    const { actions } = run(done, [{ kind: 'written', write: 'settle', result: { kind: 'lost', read: undefined } }, 110]);
+    const { actions } = run(done, [wrote('settle', { kind: 'lost', read: undefined }), 110]);
 
     expect(kinds(actions)).toEqual(['answer', 'write:share']);
   });
@@ -601,7 +640,8 @@ describe('a holder, further', () => {
     expect(writeOf(actions, 'share')).toEqual({
       kind: 'write',
       write: 'share',
-      expected: { rev: 'garbage' },
+      rev: 'me.2',
+      expected: revs('garbage'),
       state: item({ memo: { kept: token('mine'), rejectedAt: epochMs(0) } }),
     });
   });
@@ -618,7 +658,7 @@ describe('a holder, further', () => {
     const done = run(holding(), [{ kind: 'exchanged', result: { token: token('new') } }, 100]);
     const answered = run(done, [{ kind: 'timer', timer: 'settle', at: monoMs(300) }, 300]);
 
-    const { visit, actions } = run(answered, [{ kind: 'written', write: 'settle', result: { kind: 'won', rev: 'r3' } }, 310]);
+    const { visit, actions } = run(answered, [wrote('settle', { kind: 'won' }), 310]);
 
     expect(actions).toEqual([]);
     expect(visitOver(visit)).toBe(true);
@@ -650,12 +690,7 @@ describe('a waiter, further', () => {
 
 describe('a holder', () => {
   const holding = (parts: Partial<VisitAsk> = {}) =>
-    run(
-      start(parts),
-      [read(undefined, 0, 'unversioned'), 2],
-      [{ kind: 'written', write: 'claim', result: { kind: 'won', rev: 'r2' } }, 5],
-      [{ kind: 'hold', hold: undefined }, 6],
-    );
+    run(start(parts), [read(undefined, 0, UNVERSIONED), 2], [wrote('claim', { kind: 'won' }), 5], [{ kind: 'hold', hold: undefined }, 6]);
   const renewAt = monoMs(256);
 
   it('renews its claim under the next beat, over its own revision', () => {
@@ -664,7 +699,8 @@ describe('a holder', () => {
     expect(writeOf(actions, 'renew')).toEqual({
       kind: 'write',
       write: 'renew',
-      expected: { rev: 'r2' },
+      rev: 'me.1',
+      expected: revs('me.0'),
       state: item({
         activity: { kind: 'claim', claim: { holder: 'me', beat: 1, leftMs: 4744, runMs: 250, claimedAt: epochMs(T0 + 2), lineage: [] } },
       }),
@@ -675,12 +711,43 @@ describe('a holder', () => {
   it('renews again 250 ms after a renewal lands, and after one that failed', () => {
     const renewing = run(holding(), [{ kind: 'timer', timer: 'renew', at: renewAt }, 256]);
 
-    expect(run(renewing, [{ kind: 'written', write: 'renew', result: { kind: 'won', rev: 'r3' } }, 260]).actions).toEqual([
-      { kind: 'timer', timer: 'renew', at: 510 },
-    ]);
-    expect(run(renewing, [{ kind: 'written', write: 'renew', result: { kind: 'failed' } }, 260]).actions).toEqual([
-      { kind: 'timer', timer: 'renew', at: 510 },
-    ]);
+    expect(run(renewing, [wrote('renew', { kind: 'won' }), 260]).actions).toEqual([{ kind: 'timer', timer: 'renew', at: 510 }]);
+    const failed = run(renewing, [wrote('renew', { kind: 'failed' }), 260]);
+    expect(failed.actions).toEqual([{ kind: 'timer', timer: 'renew', at: 510 }]);
+    // The renewal may have landed: the next is written over either revision.
+    const next = run(failed, [{ kind: 'timer', timer: 'renew', at: monoMs(510) }, 510]);
+    expect(writeOf(next.actions, 'renew')).toMatchObject({ rev: 'me.2', expected: revs('me.0', 'me.1') });
+    // One that landed is all the next is written over.
+    const landed = run(run(renewing, [wrote('renew', { kind: 'won' }), 260]), [{ kind: 'timer', timer: 'renew', at: monoMs(510) }, 510]);
+    expect(writeOf(landed.actions, 'renew')?.expected).toEqual(revs('me.1'));
+  });
+
+  it('keeps the revisions of its last eight unanswered writes, no more', () => {
+    let current = holding();
+    let at = 256;
+    for (let index = 0; index < 10; index++, at += 254) {
+      current = run(current, [{ kind: 'timer', timer: 'renew', at: monoMs(at) }, at]);
+      current = run(current, [wrote('renew', { kind: 'failed' }), at + 4]);
+    }
+
+    const next = run(current, [{ kind: 'timer', timer: 'renew', at: monoMs(at) }, at]);
+
+    expect(writeOf(next.actions, 'renew')).toMatchObject({
+      rev: 'me.11',
+      expected: revs('me.3', 'me.4', 'me.5', 'me.6', 'me.7', 'me.8', 'me.9', 'me.10'),
+    });
+  });
+
+  it('writes over its own claim with no string revision, or as its rewrite left it', () => {
+    const renewing = run(holding(), [{ kind: 'timer', timer: 'renew', at: renewAt }, 256]);
+    const retyped = { state: claimed({ holder: 'me' }), expected: UNVERSIONED, startedAt: monoMs(256), endedAt: monoMs(258) };
+    const rewriting = run(renewing, [wrote('renew', { kind: 'lost', read: retyped }), 260]);
+    const failed = run(rewriting, [wrote('renew', { kind: 'failed' }), 270]);
+
+    const next = run(failed, [{ kind: 'timer', timer: 'renew', at: monoMs(520) }, 520]);
+
+    expect(writeOf(rewriting.actions, 'renew')).toMatchObject({ rev: 'me.2', expected: UNVERSIONED });
+    expect(writeOf(next.actions, 'renew')?.expected).toEqual({ revs: ['me.2'], unversioned: true });
   });
 
   it('rewrites a renewal over a revision someone changed under its own claim, keeping a token they put there', () => {
@@ -688,27 +755,23 @@ describe('a holder', () => {
     const shared = claimed({ holder: 'me', beat: 1 }, { memo: { kept: token('shared', 100), rejectedAt: epochMs(0) } });
 
     const { actions } = run(renewing, [
-      {
-        kind: 'written',
-        write: 'renew',
-        result: { kind: 'lost', read: { state: shared, expected: { rev: 'forged' }, startedAt: monoMs(256), endedAt: monoMs(258) } },
-      },
+      wrote('renew', { kind: 'lost', read: { state: shared, expected: revs('forged'), startedAt: monoMs(256), endedAt: monoMs(258) } }),
       260,
     ]);
 
-    expect(writeOf(actions, 'renew')?.expected).toEqual({ rev: 'forged' });
+    expect(writeOf(actions, 'renew')?.expected).toEqual(revs('forged'));
     expect(writeOf(actions, 'renew')?.state.memo.kept).toEqual(token('shared', 100, true));
   });
 
   it('rewrites a renewal twice at most, then counts itself taken over', () => {
     let current = run(holding(), [{ kind: 'timer', timer: 'renew', at: renewAt }, 256]);
-    const refusal = (rev: string): VisitEvent => ({
-      kind: 'written',
-      write: 'renew',
-      result: { kind: 'lost', read: { state: claimed({ holder: 'me' }), expected: { rev }, startedAt: monoMs(0), endedAt: monoMs(0) } },
-    });
+    const refusal = (rev: string): VisitEvent =>
+      wrote('renew', {
+        kind: 'lost',
+        read: { state: claimed({ holder: 'me' }), expected: revs(rev), startedAt: monoMs(0), endedAt: monoMs(0) },
+      });
     current = run(current, [refusal('a'), 260], [refusal('b'), 261]);
-    expect(writeOf(current.actions, 'renew')?.expected).toEqual({ rev: 'b' });
+    expect(writeOf(current.actions, 'renew')?.expected).toEqual(revs('b'));
 
     current = run(current, [refusal('c'), 262]);
 
@@ -719,19 +782,15 @@ describe('a holder', () => {
   it('taken over: answers its caller with its own exchange, and writes nothing over a token the new holder kept', () => {
     const renewing = run(holding(), [{ kind: 'timer', timer: 'renew', at: renewAt }, 256]);
     const takenOver = run(renewing, [
-      {
-        kind: 'written',
-        write: 'renew',
-        result: {
-          kind: 'lost',
-          read: {
-            state: claimed({ holder: 'new' }, { memo: { kept: token('new', 0), rejectedAt: epochMs(0) } }),
-            expected: { rev: 'n' },
-            startedAt: monoMs(0),
-            endedAt: monoMs(0),
-          },
+      wrote('renew', {
+        kind: 'lost',
+        read: {
+          state: claimed({ holder: 'new' }, { memo: { kept: token('new', 0), rejectedAt: epochMs(0) } }),
+          expected: revs('n'),
+          startedAt: monoMs(0),
+          endedAt: monoMs(0),
         },
-      },
+      }),
       260,
     ]);
 
@@ -745,11 +804,7 @@ describe('a holder', () => {
     const renewing = run(holding(), [{ kind: 'timer', timer: 'renew', at: renewAt }, 256]);
     const theirs = claimed({ holder: 'new' });
     const takenOver = run(renewing, [
-      {
-        kind: 'written',
-        write: 'renew',
-        result: { kind: 'lost', read: { state: theirs, expected: { rev: 'n' }, startedAt: monoMs(0), endedAt: monoMs(0) } },
-      },
+      wrote('renew', { kind: 'lost', read: { state: theirs, expected: revs('n'), startedAt: monoMs(0), endedAt: monoMs(0) } }),
       260,
     ]);
 
@@ -758,17 +813,24 @@ describe('a holder', () => {
     expect(writeOf(actions, 'share')).toEqual({
       kind: 'write',
       write: 'share',
-      expected: { rev: 'n' },
+      rev: 'me.2',
+      expected: revs('n'),
       state: { ...theirs, memo: { kept: token('mine'), rejectedAt: epochMs(0) } },
     });
   });
 
   it('settles a keepable token as the kept one, and answers once that landed', () => {
     const done = run(holding(), [{ kind: 'exchanged', result: { token: token('new') } }, 100]);
-    const settled = run(done, [{ kind: 'written', write: 'settle', result: { kind: 'won', rev: 'r3' } }, 110]);
+    const settled = run(done, [wrote('settle', { kind: 'won' }), 110]);
 
     expect(done.actions).toEqual([
-      { kind: 'write', write: 'settle', expected: { rev: 'r2' }, state: item({ memo: { kept: token('new'), rejectedAt: epochMs(0) } }) },
+      {
+        kind: 'write',
+        write: 'settle',
+        rev: 'me.1',
+        expected: revs('me.0'),
+        state: item({ memo: { kept: token('new'), rejectedAt: epochMs(0) } }),
+      },
       { kind: 'timer', timer: 'settle', at: 300 },
     ]);
     expect(answerOf(settled.actions)).toEqual({ kind: 'token', entry: token('new'), from: 'idp' });
@@ -781,6 +843,20 @@ describe('a holder', () => {
     expect(answerOf(run(done, [{ kind: 'timer', timer: 'settle', at: monoMs(300) }, 300]).actions)).toMatchObject({ kind: 'token' });
   });
 
+  it('writes a settle whose answer never came again, over either revision, twice at most', () => {
+    const done = run(holding(), [{ kind: 'exchanged', result: { token: token('new') } }, 100]);
+    const settle = writeOf(done.actions, 'settle');
+
+    const again = run(done, [wrote('settle', { kind: 'failed' }), 110]);
+    const third = run(again, [wrote('settle', { kind: 'failed' }), 120]);
+    const given = run(third, [wrote('settle', { kind: 'failed' }), 130]);
+
+    expect(writeOf(again.actions, 'settle')).toEqual({ ...settle, rev: 'me.2', expected: revs('me.0', 'me.1') });
+    expect(writeOf(third.actions, 'settle')).toMatchObject({ rev: 'me.3', expected: revs('me.0', 'me.1', 'me.2') });
+    expect(kinds(given.actions)).toEqual(['answer']);
+    expect(visitOver(given.visit)).toBe(true);
+  });
+
   it('settles a token that cannot be kept as an outcome for its waiters alone, for a deadline', () => {
     const unkept = { token: { access_token: 'unkept' }, receivedAt: epochMs(T0 + 100) };
 
@@ -789,6 +865,14 @@ describe('a holder', () => {
     expect(writeOf(actions, 'settle')?.state).toEqual(
       item({ ended: [ended('me', { kind: 'answered', entry: unkept, until: epochMs(T0 + 5100) })] }),
     );
+  });
+
+  it('cut short by its own late start: frees the key and leaves no outcome for anyone to learn', () => {
+    const late = holding({ deadline: monoMs(3000) });
+
+    const { actions } = run(late, [{ kind: 'exchanged', result: { failure: failure('upstream_timeout', 3000) } }, 3000]);
+
+    expect(writeOf(actions, 'settle')?.state).toEqual(item());
   });
 
   it("settles a failure, with the key's kept token", () => {
@@ -809,7 +893,7 @@ describe('a holder', () => {
       { kind: 'exchanged', result: { failure: failure('unauthorized', 5100) } },
       100,
     ]);
-    const settled = run(done, [{ kind: 'written', write: 'settle', result: { kind: 'won', rev: 'r3' } }, 110]);
+    const settled = run(done, [wrote('settle', { kind: 'won' }), 110]);
 
     expect(writeOf(done.actions, 'settle')?.state.memo).toEqual({ kept: null, rejectedAt: epochMs(T0 + 100) });
     expect(answerOf(settled.actions)).toMatchObject({ kept: undefined, rejectedAt: T0 + 100 });
@@ -824,18 +908,20 @@ describe('a holder', () => {
     expect(kinds(unproven.actions)).toEqual(['write:settle', 'timer:settle']);
   });
 
-  it('settles after the renewal out when its exchange ends, answering after the hedge at most', () => {
+  it('settles with a renewal out when its exchange ends, answering once the settle lands, or after the hedge', () => {
     const renewing = run(holding(), [{ kind: 'timer', timer: 'renew', at: renewAt }, 256]);
     const done = run(renewing, [{ kind: 'exchanged', result: { token: token('new') } }, 300]);
-    const renewed = run(done, [{ kind: 'written', write: 'renew', result: { kind: 'won', rev: 'r3' } }, 320]);
+    const renewed = run(done, [wrote('renew', { kind: 'won' }, 'me.1'), 320]);
+    const settled = run(renewed, [wrote('settle', { kind: 'won' }, 'me.2'), 330]);
     const late = run(done, [{ kind: 'timer', timer: 'settle', at: monoMs(500) }, 500]);
 
-    expect(done.actions).toEqual([{ kind: 'timer', timer: 'settle', at: 500 }]);
-    expect(writeOf(renewed.actions, 'settle')?.expected).toEqual({ rev: 'r3' });
+    expect(kinds(done.actions)).toEqual(['write:settle', 'timer:settle']);
+    expect(writeOf(done.actions, 'settle')?.expected).toEqual(revs('me.0', 'me.1'));
+    // The renewal's answer changes nothing but what a write again would go over.
+    expect(renewed.actions).toEqual([]);
+    expect(renewed.visit.item).toEqual(revs('me.1', 'me.2'));
+    expect(answerOf(settled.actions)).toMatchObject({ kind: 'token' });
     expect(answerOf(late.actions)).toMatchObject({ kind: 'token' });
-    expect(writeOf(run(done, [{ kind: 'written', write: 'renew', result: { kind: 'failed' } }, 320]).actions, 'settle')?.expected).toEqual({
-      rev: 'r2',
-    });
   });
 
   it('answers with its exchange at the deadline, if the exchange has ended', () => {
@@ -847,35 +933,35 @@ describe('a holder', () => {
 
   it('rewrites its settle over a revision someone changed under its own claim, and answers once it lands', () => {
     const done = run(holding(), [{ kind: 'exchanged', result: { token: token('new') } }, 100]);
-    const own = { state: claimed({ holder: 'me' }), expected: { rev: 'forged' } as Expected, startedAt: monoMs(0), endedAt: monoMs(0) };
+    const own = { state: claimed({ holder: 'me' }), expected: revs('forged'), startedAt: monoMs(0), endedAt: monoMs(0) };
 
-    const rewritten = run(done, [{ kind: 'written', write: 'settle', result: { kind: 'lost', read: own } }, 110]);
+    const rewritten = run(done, [wrote('settle', { kind: 'lost', read: own }), 110]);
 
-    expect(writeOf(rewritten.actions, 'settle')).toMatchObject({ expected: { rev: 'forged' }, state: { memo: { kept: token('new') } } });
+    expect(writeOf(rewritten.actions, 'settle')).toMatchObject({ expected: revs('forged'), state: { memo: { kept: token('new') } } });
   });
 
   it('taken over before it settled: answers, and shares its token where no fresh one is kept', () => {
     const done = run(holding(), [{ kind: 'exchanged', result: { token: token('new') } }, 100]);
-    const theirs = { state: claimed({ holder: 'new' }), expected: { rev: 'n' } as Expected, startedAt: monoMs(0), endedAt: monoMs(0) };
+    const theirs = { state: claimed({ holder: 'new' }), expected: revs('n'), startedAt: monoMs(0), endedAt: monoMs(0) };
 
-    const { actions } = run(done, [{ kind: 'written', write: 'settle', result: { kind: 'lost', read: theirs } }, 110]);
+    const { actions } = run(done, [wrote('settle', { kind: 'lost', read: theirs }), 110]);
 
     expect(kinds(actions)).toEqual(['answer', 'write:share']);
   });
 
   it('shares once more over what refused the share, and no more', () => {
     const done = run(holding(), [{ kind: 'exchanged', result: { token: token('new') } }, 100]);
-    const refusal = (rev: string): VisitEvent => ({
-      kind: 'written',
-      write: 'share',
-      result: { kind: 'lost', read: { state: claimed({ holder: 'new' }), expected: { rev }, startedAt: monoMs(0), endedAt: monoMs(0) } },
-    });
-    const theirs = { state: claimed({ holder: 'new' }), expected: { rev: 'n' } as Expected, startedAt: monoMs(0), endedAt: monoMs(0) };
-    const shared = run(done, [{ kind: 'written', write: 'settle', result: { kind: 'lost', read: theirs } }, 110]);
+    const refusal = (rev: string): VisitEvent =>
+      wrote('share', {
+        kind: 'lost',
+        read: { state: claimed({ holder: 'new' }), expected: revs(rev), startedAt: monoMs(0), endedAt: monoMs(0) },
+      });
+    const theirs = { state: claimed({ holder: 'new' }), expected: revs('n'), startedAt: monoMs(0), endedAt: monoMs(0) };
+    const shared = run(done, [wrote('settle', { kind: 'lost', read: theirs }), 110]);
 
     const again = run(shared, [refusal('n2'), 120]);
 
-    expect(writeOf(again.actions, 'share')?.expected).toEqual({ rev: 'n2' });
+    expect(writeOf(again.actions, 'share')?.expected).toEqual(revs('n2'));
     expect(run(again, [refusal('n3'), 130], [refusal('n4'), 140]).actions).toEqual([]);
   });
 });
@@ -898,13 +984,17 @@ describe('the hedge', () => {
   it('answers with a token the table gives first, and shares one the IdP gives first where the table kept none', () => {
     const hedged = run(start(), [{ kind: 'timer', timer: 'hedge', at: monoMs(200) }, 200]);
     const fromTable = run(hedged, [read(item({ memo: { kept: token('kept', 1000), rejectedAt: epochMs(0) } }), 201), 250]);
-    const decided = run(hedged, [read(undefined, 201, 'unversioned'), 250]);
+    const decided = run(hedged, [read(undefined, 201, UNVERSIONED), 250]);
     const fromIdp = run(hedged, [{ kind: 'exchanged', result: { token: token('new') } }, 260]);
 
     expect(answerOf(fromTable.actions)).toMatchObject({ kind: 'token', from: 'table' });
     expect(kinds(decided.actions)).toEqual(['write:claim', 'read-hold']);
     expect(kinds(fromIdp.actions)).toEqual(['answer']);
-    expect(kinds(run(decided, [{ kind: 'exchanged', result: { token: token('new') } }, 260]).actions)).toEqual(['answer']);
+    expect(kinds(run(decided, [{ kind: 'exchanged', result: { token: token('new') } }, 260]).actions)).toEqual([
+      'write:settle',
+      'timer:settle',
+      'answer',
+    ]);
   });
 
   it("answers the table's failure only if its own exchange gives nothing better", () => {
@@ -945,7 +1035,7 @@ describe('without the table', () => {
   it('ignores events that no longer concern it', () => {
     const answered = run(start(), [read(item({ memo: { kept: token('kept'), rejectedAt: epochMs(0) } })), 1]);
 
-    expect(step(answered.visit, { kind: 'written', write: 'renew', result: { kind: 'failed' } }, at(2)).actions).toEqual([]);
+    expect(step(answered.visit, wrote('renew', { kind: 'failed' }), at(2)).actions).toEqual([]);
     expect(step(answered.visit, { kind: 'timer', timer: 'deadline', at: monoMs(5000) }, at(5000)).actions).toEqual([]);
     expect(step(answered.visit, { kind: 'hold', hold: undefined }, at(3)).actions).toEqual([]);
   });

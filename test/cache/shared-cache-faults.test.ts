@@ -14,9 +14,9 @@ import { createHandler } from '../../lambda/handler';
 import { powertoolsObservability } from '../../lambda/observability';
 import { bodyOf, SECRET_REQUEST, tokenEvent } from '../support/events';
 import { freshInstance, type Instance, issuingIdp, testClock } from '../support/fleet';
-import { startHandlerProcess } from '../support/handler-process';
+import { startHandlerProcess } from '../../local/handler-process';
 import { itemStates, PEPPER_SECRET, type SharedTable, startSharedTable } from '../support/shared-table';
-import { type ProxyMode, startTableProxy, type TableProxy } from '../support/table-proxy';
+import { type ProxyMode, startTableProxy, type TableProxy } from '../../local/table-proxy';
 import { json, type ReceivedRequest, type Script, startTokenServer, type TokenServer } from '../support/token-server';
 
 // The table in trouble: every instance here reaches dynalite through a proxy that can delay, hang,
@@ -212,7 +212,7 @@ describe('TOKEN_CACHE=shared when the table fails', () => {
     expect(server.received).toHaveLength(1);
   });
 
-  it('answers from the IdP when the claim cannot be written after a good read, and writes nothing more', async () => {
+  it('answers from the IdP when the claim cannot be written after a good read, and settles over the claim it may have left', async () => {
     const member = instance();
     proxy.set({ kind: 'error', status: 400, type: 'AccessDeniedException', only: 'PutItem' });
     const requestBody = body('faults-client-claim-denied');
@@ -221,7 +221,8 @@ describe('TOKEN_CACHE=shared when the table fails', () => {
 
     expect(answer.statusCode).toBe(200);
     expect(member.records[0]?.cache_error).toBe('AccessDeniedException');
-    expect(callsFor(requestBody).map((call) => call.operation)).toEqual(['GetItem', 'PutItem']);
+    // An error is no proof the claim did not land: the settle is written over its revision, then twice more.
+    expect(callsFor(requestBody).map((call) => call.operation)).toEqual(['GetItem', 'PutItem', 'PutItem', 'PutItem', 'PutItem']);
   });
 
   it('goes to the IdP when the table fails while it waits for another instance', async () => {
@@ -481,7 +482,7 @@ describe('TOKEN_CACHE=shared: a claim renewed as its exchange ends', () => {
     // Prepare: every write over the holder's own revision (renewals, the settle) takes 300 ms, so the
     // first renewal (250 ms after the claim landed) is still in flight when the 400 ms exchange ends
     proxy.received.length = 0;
-    proxy.set({ kind: 'delay', ms: 300, matching: '#rev = :rev' });
+    proxy.set({ kind: 'delay', ms: 300, matching: '#rev IN (:rev0)' });
 
     // Act: then as long as another renewal would take to be sent
     const exchange = () => sleep(400).then(() => ({ access_token: 'renewed-once', expires_in: 3600 }));
@@ -612,7 +613,7 @@ describe('TOKEN_CACHE=shared: what each table call is allowed', () => {
     expect(writes.map((call) => [call.body.ConditionExpression, call.body.ReturnValuesOnConditionCheckFailure])).toEqual([
       // Over an item with no string revision (absent, or not ours), then over its own claim's revision
       ['NOT attribute_type(#rev, :string)', 'ALL_OLD'],
-      ['#rev = :rev', 'ALL_OLD'],
+      ['#rev IN (:rev0)', 'ALL_OLD'],
     ]);
   });
 
@@ -645,6 +646,35 @@ describe('TOKEN_CACHE=shared: what each table call is allowed', () => {
     expect(performance.now() - started).toBeLessThan(600);
   });
 
+  it('settles over a claim whose answer was lost, so the next request finds the token rather than a silent claim', async () => {
+    // Prepare: every write lands, and no answer to one comes back
+    const other = await warmInstance();
+    const member = await warmInstance();
+    proxy.set({ kind: 'lose-answer', only: 'PutItem' });
+    const requestBody = body('faults-client-claim-answer-lost');
+    const first = await member.handle(tokenEvent(requestBody));
+    // The settle goes out with the answer, over the claim or the nothing it claimed; its answer is lost too, so it is written again
+    await until(async () => callsFor(requestBody).filter((call) => call.operation === 'PutItem').length >= 3);
+    proxy.set({ kind: 'pass' });
+
+    // Act
+    const next = await other.handle(tokenEvent(requestBody));
+
+    // Assess: the settle landed over the claim's revision; no wait on a claim nobody renews, no second exchange
+    expect(first.statusCode).toBe(200);
+    expect(next.statusCode).toBe(200);
+    expect(bodyOf(next).access_token).toBe(bodyOf(first).access_token);
+    expect(server.received).toHaveLength(1);
+    expect(other.records[0]).toMatchObject({ cache: 'shared' });
+    const settles = callsFor(requestBody)
+      .filter((call) => call.operation === 'PutItem')
+      .slice(1, 3);
+    expect(settles.map((call) => call.body.ConditionExpression)).toEqual([
+      'NOT attribute_type(#rev, :string) OR #rev IN (:rev0)',
+      'NOT attribute_type(#rev, :string) OR #rev IN (:rev0, :rev1)',
+    ]);
+  });
+
   it('logs the time spent in table calls, to a tenth of a millisecond, within the time the request took', async () => {
     const member = await warmInstance();
     // Each call held 30 ms (well within the 120 ms hedge): a read, then at least the claim's write, one after the other.
@@ -674,7 +704,7 @@ describe('the table calls against DynamoDB and dynalite', () => {
 
     // Act
     const hold = sealState(keys, { kind: 'hold', hold: { code: 'upstream_throttled', until: epochMs(1) } });
-    const written = await calls.put(keys.itemKey, hold, { rev: 'stale' }, 'next');
+    const written = await calls.put(keys.itemKey, hold, { revs: ['stale'], unversioned: false }, 'next');
     dynamo.destroy();
 
     // Assess

@@ -3,13 +3,13 @@ import type { Entry } from '../../lambda/cache/lifetime';
 import { UNKNOWN_REJECTION } from '../../lambda/cache/outcome';
 import type { PepperSource } from '../../lambda/cache/pepper';
 import { assertionHoldKey } from '../../lambda/cache/request-key';
-import { holdItemKeys } from '../../lambda/cache/sealed-item';
+import { holdItemKeys, requestItemKeys } from '../../lambda/cache/sealed-item';
 import { type SharedAsk, SharedTier } from '../../lambda/cache/shared-tier';
 import { dynamoDbTable, type Table } from '../../lambda/cache/table-calls';
 import { epochMs, monoMs, realRuntime } from '../../lambda/cache/time';
 import { UpstreamThrottled } from '../../lambda/errors';
-import { type SharedTable, startSharedTable } from '../support/shared-table';
-import { startTableProxy } from '../support/table-proxy';
+import { itemStates, type SharedTable, startSharedTable } from '../support/shared-table';
+import { startTableProxy } from '../../local/table-proxy';
 
 // The shared tier driven directly, over dynalite through the real DynamoDB client, for what a request
 // through the handler seldom reaches: no pepper, hold items that cannot be read, hold writes that race.
@@ -169,5 +169,37 @@ describe("the shared tier's holds", () => {
       process.env.AWS_ENDPOINT_URL_DYNAMODB = saved;
       await proxy.close();
     }
+  });
+});
+
+describe("the shared tier's timers", () => {
+  it('keeps one of each kind at a time: a waiter that polls for long piles none up', async () => {
+    // Prepare: a claim nobody renews, and a 25 s deadline: a 1 s hedge armed again at each poll, every 100 ms
+    let pending = 0;
+    let most = 0;
+    const counting = {
+      ...runtime,
+      sleep: (ms: number, signal?: AbortSignal) => {
+        most = Math.max(most, ++pending);
+        return runtime.sleep(ms, signal).finally(() => pending--);
+      },
+    };
+    const slow = new SharedTier({
+      table: dynamoDbTable(table.tableName, 1000),
+      upstreamTimeoutMs: 25_000,
+      callLimitMs: 1000,
+      pepper: withPepper,
+      runtime: counting,
+    });
+    const asked = ask({ deadline: monoMs(performance.now() + 25_000) });
+    const keys = requestItemKeys(PEPPER, asked.secret, asked.requestText);
+    await table.plant(keys, itemStates(Date.now).claim('gone', { leftMs: 24_900 }));
+
+    // Act: it waits out the silent claim (750 ms), then claims and asks the IdP
+    const outcome = await slow.fetch(asked);
+
+    // Assess: a deadline, a hedge, a poll, a renewal and a settle at most
+    expect(outcome).toMatchObject({ kind: 'token' });
+    expect(most).toBeLessThanOrEqual(5);
   });
 });

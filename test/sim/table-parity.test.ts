@@ -7,7 +7,7 @@ import { epochMs } from '../../lambda/cache/time';
 import { type Attribute, type RawItem, SimTable } from '../../sim/table';
 import { type Owner, World } from '../../sim/world';
 import { type SharedTable, startSharedTable } from '../support/shared-table';
-import { startTableProxy, type TableProxy } from '../support/table-proxy';
+import { startTableProxy, type TableProxy } from '../../local/table-proxy';
 
 // The simulator's table is only as good as its likeness to DynamoDB. The same script of reads,
 // conditional writes and writes by someone without the pepper, on it and on dynalite (behind the
@@ -94,6 +94,10 @@ const put =
   (expected: Expected, rev: string): Step =>
   async (side, pk) =>
     shape(await side.calls.put(pk, sealed, expected, rev));
+/** Over no string revision, one of `revs`, or (both) either. */
+const NONE: Expected = { revs: [], unversioned: true };
+const over = (...revs: string[]): Expected => ({ revs, unversioned: false });
+const noneOr = (...revs: string[]): Expected => ({ revs, unversioned: true });
 const get: Step = async (side, pk) => shape(await side.calls.get(pk));
 const retype =
   (rev: Attribute | undefined): Step =>
@@ -109,8 +113,16 @@ const retype =
   };
 
 const scripts: [string, Step[]][] = [
-  ['a claim on nothing, then one more on what it left', [put('unversioned', 'a'), put('unversioned', 'b'), get]],
-  ['a write over the revision read, then over one gone', [put('unversioned', 'a'), put({ rev: 'a' }, 'b'), put({ rev: 'a' }, 'c'), get]],
+  ['a claim on nothing, then one more on what it left', [put(NONE, 'a'), put(NONE, 'b'), get]],
+  ['a write over the revision read, then over one gone', [put(NONE, 'a'), put(over('a'), 'b'), put(over('a'), 'c'), get]],
+  [
+    'a write over either of two revisions, then over neither',
+    [put(NONE, 'a'), put(over('x', 'a'), 'b'), put(over('a', 'y', 'z'), 'c'), put(over('c', 'b'), 'd'), get],
+  ],
+  [
+    'a write over nothing or a revision, on nothing, then on that revision',
+    [put(noneOr('x'), 'a'), put(noneOr('a'), 'b'), put(noneOr('a'), 'c'), get],
+  ],
   ...(
     [
       ['a number', { N: '7' }],
@@ -121,7 +133,7 @@ const scripts: [string, Step[]][] = [
     ] as const
   ).map(([name, rev]): [string, Step[]] => [
     `a revision of ${name}, overwritten once and no more`,
-    [retype(rev), get, put('unversioned', 'a'), put('unversioned', 'b'), get],
+    [retype(rev), get, put(NONE, 'a'), put(NONE, 'b'), get],
   ]),
   // Left out: an empty-string revision, which dynalite's attribute_type counts as no string (DynamoDB
   // counts it a string, as the simulated table does). Either way a write over it is bounded.

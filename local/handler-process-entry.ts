@@ -3,15 +3,15 @@
  * the deployed function builds it, answering each event sent over IPC.
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { loadConfig } from '../../lambda/config';
-import { createHandler } from '../../lambda/handler';
+import { loadConfig } from '../lambda/config';
+import { createHandler } from '../lambda/handler';
 
 interface Invocation {
   id: number;
   event: APIGatewayProxyEventV2;
 }
 
-// Logs would only mix with the test run's output; the tests assert on the answers.
+// Logs would only mix with the caller's output: tests and the fault bench read the answers.
 const handle = createHandler(loadConfig(process.env), { record: () => undefined });
 
 process.on('message', (message: Invocation) => {
@@ -20,6 +20,6 @@ process.on('message', (message: Invocation) => {
     (error: unknown) => process.send?.({ id: message.id, rejected: String(error) }),
   );
 });
-// Pooled keep-alive sockets would keep this process alive once its test has gone.
+// Pooled keep-alive sockets would keep this process alive once its caller has gone.
 process.on('disconnect', () => process.exit(0));
 process.send?.({ ready: true });

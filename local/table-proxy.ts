@@ -3,15 +3,17 @@ import { createServer, type IncomingHttpHeaders, request as forward } from 'node
 import type { AddressInfo, Socket } from 'node:net';
 
 /**
- * How the proxy treats the next requests: pass them through, pass them late, never answer, cut the
- * connection, or answer a DynamoDB error itself (status and `__type`, as DynamoDB sends them). Never
- * answering and the errors apply to every request, or `only` to one operation, or only to requests
- * whose body holds `matching` (one instance's claim, say).
+ * How the proxy treats the next requests: pass them through, pass them late, never answer, pass them
+ * and never answer (the write lands, its answer is lost), cut the connection, or answer a DynamoDB
+ * error itself (status and `__type`, as DynamoDB sends them). All but passing and cutting apply to every
+ * request, or `only` to one operation, or only to requests whose body holds `matching` (one instance's
+ * claim, say).
  */
 export type ProxyMode =
   | { kind: 'pass' }
   | { kind: 'delay'; ms: number; matching?: string }
   | { kind: 'hang'; only?: Operation; matching?: string }
+  | { kind: 'lose-answer'; only?: Operation; matching?: string }
   | { kind: 'reset' }
   | { kind: 'error'; status: number; type: string; only?: Operation; matching?: string };
 
@@ -60,6 +62,7 @@ export async function startTableProxy(target: string): Promise<TableProxy> {
       const pass = () => {
         void send(target, incoming.headers, seen.body).then(
           async (answer) => {
+            if (current.kind === 'lose-answer' && applies) return;
             const body = await withOldItem(target, incoming.headers, seen.body, answer);
             // The whole body is sent at once, with its length, never chunked.
             const { 'transfer-encoding': _chunked, ...headers } = answer.headers;

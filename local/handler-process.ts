@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 
-const REPO_ROOT = join(__dirname, '..', '..');
+const REPO_ROOT = join(__dirname, '..');
 
 /** The handler running in a child process, invoked with events as Lambda would. */
 export interface HandlerProcess {
@@ -16,9 +16,10 @@ export interface HandlerProcess {
 type Reply = { ready: true } | { id: number; result: APIGatewayProxyStructuredResultV2 } | { id: number; rejected: string };
 
 /**
- * Start `createHandler(loadConfig(env))` in a process of its own, on the Node.js binary running
- * the tests. For settings Node reads only when a process starts, such as `NODE_EXTRA_CA_CERTS`.
- * `env` is the whole environment: nothing of the test process's configuration leaks in.
+ * Start `createHandler(loadConfig(env))` in a process of its own, on the Node.js binary running the
+ * caller: an instance of its own (its own memory, sockets and event loop), and settings Node reads only
+ * when a process starts, such as `NODE_EXTRA_CA_CERTS`. `env` is the whole environment: nothing of the
+ * caller's configuration leaks in.
  */
 export async function startHandlerProcess(env: NodeJS.ProcessEnv): Promise<HandlerProcess> {
   let stderr = '';

@@ -4,7 +4,10 @@ import type { IdpRequest, ResponseClass, SimIdp } from './idp';
 import type { Scenario, SimKey } from './scenario';
 import type { Answered, Violation } from './simulation';
 import { openItem } from './simulation';
-import type { SimTable } from './table';
+import type { SimTable, TableNote } from './table';
+
+type WriteNote = Extract<TableNote, { kind: 'write' }>;
+const isWrite = (note: TableNote): note is WriteNote => note.kind === 'write';
 
 /** How far apart the instances' clocks may be, as the contract allows. */
 const TOLERANCE_MS = 5000;
@@ -20,7 +23,8 @@ const STATUS_CLASS: Record<number, ResponseClass> = { 401: 'unauthorized', 502: 
  */
 export class Judge {
   readonly violations: Violation[] = [];
-  private readonly deaths: number[] = [];
+  private readonly deaths: { at: number; instance: string }[] = [];
+  private readonly troubles: Extract<TableNote, { kind: 'trouble' }>[] = [];
   private readonly tamperings: { pk: string; at: number }[] = [];
   private checkedRequests = 0;
   private checkedNotes = 0;
@@ -39,8 +43,8 @@ export class Judge {
     this.hedgeMs = hedgeFor(plan.upstreamTimeoutMs);
   }
 
-  died(at: number): void {
-    this.deaths.push(at);
+  died(at: number, instance: string): void {
+    this.deaths.push({ at, instance });
   }
 
   tampered(pk: string, at: number): void {
@@ -122,12 +126,58 @@ export class Judge {
         // A hold is honoured with the clocks' tolerance on top of the writer's own skew; a failure with the skew alone.
         request.endedAt + windowOf(request) + (request.class === 'throttled' ? 2 : 1) * TOLERANCE_MS >= answer.arrivedAt,
     );
-    if (shared || this.disturbed(key, answer.arrivedAt - this.plan.upstreamTimeoutMs, answer.answeredAt)) return;
+    if (
+      shared ||
+      this.disturbed(key, answer.arrivedAt - this.plan.upstreamTimeoutMs, answer.answeredAt) ||
+      this.troubledWhileWaiting(answer) ||
+      this.waitedOnStranded(answer)
+    ) {
+      return;
+    }
     this.fail(
       'worse than off',
       answer,
       `${answer.status} where TOKEN_CACHE=off would have had a token (IdP ${phase.minMs.toFixed(0)}-${phase.maxMs.toFixed(0)} ms)`,
     );
+  }
+
+  /**
+   * The table failed the request's own calls on its key after the hedge: it was waiting on the table (a
+   * live holder's outcome), and lost that time. The hedge covers a table in trouble from the start.
+   */
+  private troubledWhileWaiting(answer: Answered): boolean {
+    return this.troubles.some(
+      (trouble) =>
+        trouble.by === answer.instance &&
+        this.concerns(trouble.pk, answer.key) &&
+        trouble.at > answer.arrivedAt + this.hedgeMs &&
+        trouble.at <= answer.answeredAt,
+    );
+  }
+
+  /**
+   * The key's item showed the request a claim whose holder's instance then died, or met the table in
+   * trouble: a claim that may never be settled, which a waiter waits out before it takes over.
+   */
+  private waitedOnStranded(answer: Answered): boolean {
+    const [pk, keys] = [...this.items.entries()].find(([, candidate]) => candidate.key === answer.key.id) ?? [];
+    if (!pk || !keys) return false;
+    const writes = this.table.notes.filter(isWrite).filter((note) => note.pk === pk && note.at <= answer.answeredAt);
+    const holderOf = (note: WriteNote | undefined) => {
+      const state = note && openItem(keys, note.item);
+      return state?.kind === 'key' && state.activity.kind === 'claim' ? state.activity.claim.holder : undefined;
+    };
+    const seen = [writes.filter((note) => note.at <= answer.arrivedAt).at(-1), ...writes.filter((note) => note.at > answer.arrivedAt)];
+    return seen.some((note) => {
+      const holder = holderOf(note);
+      const claimed = holder && (writes.find((write) => holderOf(write) === holder) as WriteNote);
+      if (!claimed) return false;
+      const since = (at: number) => at >= claimed.at && at <= answer.answeredAt;
+      return (
+        this.deaths.some((death) => death.instance === claimed.by && since(death.at)) ||
+        this.troubles.some((trouble) => trouble.by === claimed.by && trouble.pk === pk && since(trouble.at))
+      );
+    });
   }
 
   /** A timeout that is the IdP's doing: it took longer than an exchange started within the hedge may wait. */
@@ -175,7 +225,10 @@ export class Judge {
       (request) => request.key === key.id && request.by === throttle.by && request.class === 'token' && request.endedAt < throttle.sentAt,
     );
     const [pk, keys] = [...this.items.entries()].find(([, candidate]) => candidate.key === key.id) ?? [];
-    const written = this.table.notes.filter((note) => note.kind === 'write' && note.pk === pk && note.at < throttle.sentAt).at(-1);
+    const written = this.table.notes
+      .filter(isWrite)
+      .filter((note) => note.pk === pk && note.at < throttle.sentAt)
+      .at(-1);
     const state = keys && written && openItem(keys, written.item);
     const kept = state?.kind === 'key' && state.memo.kept !== null;
     const intact =
@@ -187,7 +240,11 @@ export class Judge {
   /** Check every IdP request sent since the last check: holds kept, and at most two requests per burst while the table answers. */
   private catchUp(): void {
     for (; this.checkedNotes < this.table.notes.length; this.checkedNotes++) {
-      const note = this.table.notes[this.checkedNotes] as SimTable['notes'][number];
+      const note = this.table.notes[this.checkedNotes] as TableNote;
+      if (note.kind === 'trouble') {
+        this.troubles.push(note);
+        continue;
+      }
       const keys = this.items.get(note.pk);
       if (note.kind === 'late-landing') this.lateLandings.push({ pk: note.pk, at: note.at });
       const state = keys && openItem(keys, note.item);
@@ -262,7 +319,7 @@ export class Judge {
   private disturbed(key: SimKey, from: number, to: number): boolean {
     const within = (at: number) => at >= from && at <= to;
     return (
-      this.deaths.some(within) ||
+      this.deaths.some((death) => within(death.at)) ||
       this.lateLandings.some((landing) => within(landing.at) && this.concerns(landing.pk, key)) ||
       this.tamperedKey(key, from, to)
     );

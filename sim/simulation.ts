@@ -224,7 +224,7 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
       dying.owner.dead = true;
       died += dying.busy;
       note(`${dying.owner.name} dies with ${dying.busy} request(s) under way`);
-      judge.died(world.now);
+      judge.died(world.now, dying.owner.name);
       const queued = start(slot).queue;
       queued.push(...dying.queue);
       if (plan.mode === 'lambda')

@@ -117,6 +117,31 @@ describe('the shared cache, under the trouble a review found', () => {
     ]);
   });
 
+  it('settles over a claim whose answer was lost, so the next request finds the token and waits out no silent claim', async () => {
+    // i0's claim lands but its answer never comes; i0 asks the IdP at the hedge and answers. i1 comes 1.5 s later.
+    const result = await run(
+      scriptedScenario(
+        [
+          { at: 0, instance: 0, key: KEY },
+          { at: 1500, instance: 1, key: KEY },
+        ],
+        {
+          idp: [healthy(50)],
+          table: [
+            { from: 0, behaviour: { kind: 'normal', minMs: 2, maxMs: 2 } },
+            { from: 1, behaviour: { kind: 'lost-answer' }, instance: 'i0' },
+            { from: 800, behaviour: { kind: 'normal', minMs: 2, maxMs: 2 } },
+          ],
+        },
+      ),
+    );
+
+    expect(statuses(result)).toEqual([200, 200]);
+    expect(result.answers[1]).toMatchObject({ header: 'hit', token: result.answers[0]?.token });
+    expect(result.answers[1]?.answeredAt).toBeLessThan(1510);
+    expect(result.sent).toHaveLength(1);
+  });
+
   it('never takes over from a live holder whose clock is 4 s behind: one exchange for the burst', async () => {
     const result = await run(
       scriptedScenario(burst(6, 3, 0, 300), {

@@ -486,7 +486,7 @@ function bundlingOptions() {
   };
 }
 
-/** The contract's configuration variables, and the metrics namespace. Never `DEBUG`. */
+/** The contract's configuration variables, and the metrics' namespace (or their absence). Never `DEBUG`. */
 function functionEnvironment(
   settings: Settings,
   sharedCache: { tableName: string; pepperSecretArn: string } | undefined,
@@ -500,6 +500,8 @@ function functionEnvironment(
       : { TOKEN_CACHE_TABLE: sharedCache.tableName, TOKEN_CACHE_PEPPER_SECRET: sharedCache.pepperSecretArn }),
     LOG_LEVEL: settings.logLevel,
     POWERTOOLS_METRICS_NAMESPACE: settings.metricsNamespace,
+    // Without monitoring nothing reads the custom metrics, which CloudWatch bills as long as they are published.
+    ...(settings.monitoring ? {} : { POWERTOOLS_METRICS_DISABLED: 'true' }),
     ...(settings.sourceMapStackTraces ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
   };
 }

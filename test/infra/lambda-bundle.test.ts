@@ -44,7 +44,7 @@ const bundledPackages = (): Set<string> =>
       .map((source) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(source)?.[1])
       .filter((name): name is string => name !== undefined),
   );
-// The deployed bundle's size budget (docs/DESIGN.md, docs/BENCHMARKS.md).
+// The deployed bundle's size budget (docs/DESIGN.md).
 const BUNDLE_BUDGET_BYTES = 250 * 1024;
 
 /**

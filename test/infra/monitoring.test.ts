@@ -385,6 +385,17 @@ describe('monitoring off', () => {
     template.resourceCountIs('AWS::Logs::QueryDefinition', 0);
     expect(template.findOutputs('DashboardUrl')).toEqual({});
   });
+
+  it('stops the function publishing its custom metrics, which nothing would read and CloudWatch would bill', () => {
+    const off = synthesize({ monitoring: false }).template;
+
+    off.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ POWERTOOLS_METRICS_DISABLED: 'true' }) },
+    });
+    defaults.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ POWERTOOLS_METRICS_DISABLED: Match.absent() }) },
+    });
+  });
 });
 
 describe('monitoring settings validation', () => {

@@ -6,7 +6,7 @@ import { availableParallelism, cpus, loadavg, release, type } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
-import { lambdaBuildOptions } from '../infra/bundling';
+import { AWS_SDK_FILE, awsSdkBuildOptions, lambdaBuildOptions } from '../infra/bundling';
 import { coldStart } from './cold-start';
 import { type Fleet, startTokenServer, withFleet } from './fleet';
 import { type Bench, BENCH_TOKEN, ms, ratio, row, runWorker, section, summarize, table, tokenEvent } from './report';
@@ -64,7 +64,7 @@ function workerNode(): string {
 
 async function main(): Promise<void> {
   const [started, loadAtStart, node] = [new Date(), loadavg(), workerNode()];
-  // In node_modules, so that the bundle's external `@aws-sdk/*` resolves as in Lambda, to the runtime's copy.
+  // A scratch directory in the project, removed at exit: the bundles, the worker, a certificate.
   const dir = mkdtempSync(join(ROOT, 'node_modules', '.token-bench-'));
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
   // Should anything hang, stop rather than run on (each worker also has its own time limit).
@@ -87,6 +87,7 @@ async function main(): Promise<void> {
     verdict(measure, measured, `at most ${limit}${unit}`, value <= limit);
   const bench: Bench = { node, dir, bundlePath, workerPath: join(dir, 'worker.js'), env, tokenUrl, verdict, atMost };
   const { metafile } = await build({ ...lambdaBuildOptions(bundlePath), metafile: true });
+  await build(awsSdkBuildOptions(join(dirname(bundlePath), AWS_SDK_FILE)));
 
   await build({ entryPoints: [join(__dirname, 'worker.ts')], outdir: dir, bundle: true, platform: 'node', logLevel: 'warning' });
   const coldOnly = process.argv.includes('--cold-start');

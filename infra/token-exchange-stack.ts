@@ -20,7 +20,7 @@ import {
 } from '../lambda/config';
 import { TOKEN_PATHS } from '../lambda/request/routes';
 import { type AllowlistEntry, parseAllowlist } from '../lambda/policy/token-url-policy';
-import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
+import { awsSdkBuildCommand, LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
 import { ALARM_THRESHOLD_DEFAULTS, type AlarmThresholds } from './alarms';
 import { consoleUrl } from './console-links';
 import { CustomDomain, customDomainProblems } from './custom-domain';
@@ -483,6 +483,12 @@ function bundlingOptions() {
     logLevel: EsbuildLogLevel.WARNING,
     // The alias keeps `debug` (and so `DEBUG=simple-oauth2*`, which prints the Basic header) out of the bundle.
     esbuildArgs: Object.fromEntries(Object.entries(esbuild.alias).map(([name, target]) => [`--alias:${name}`, target])),
+    // The SDK's clients, built beside the bundle, where its imports of them lead.
+    commandHooks: {
+      beforeBundling: (): string[] => [],
+      beforeInstall: (): string[] => [],
+      afterBundling: (_inputDir: string, outputDir: string): string[] => [awsSdkBuildCommand(outputDir)],
+    },
   };
 }
 

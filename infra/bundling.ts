@@ -21,6 +21,16 @@ export const ENV_CREDENTIALS = path.join(ROOT, 'lambda', 'bundle', 'env-credenti
 /** Syntax level of the bundle: the stack's Lambda runtime (a test holds them together). */
 export const BUNDLE_TARGET = 'node24';
 
+/** What both files share: one minified CommonJS file for the runtime's Node.js. */
+const MINIFIED_FOR_THE_RUNTIME = {
+  bundle: true,
+  platform: 'node' as const,
+  format: 'cjs' as const,
+  target: BUNDLE_TARGET,
+  minify: true,
+  logLevel: 'warning' as const,
+};
+
 /**
  * The esbuild options of the deployed bundle, for building it outside CDK (benchmarks, tests)
  * exactly as NodejsFunction does in the stack.
@@ -28,18 +38,13 @@ export const BUNDLE_TARGET = 'node24';
 export function lambdaBuildOptions(outfile: string) {
   const sdk = `./${AWS_SDK_FILE}`;
   return {
+    ...MINIFIED_FOR_THE_RUNTIME,
     entryPoints: [LAMBDA_ENTRY],
     outfile,
-    bundle: true,
-    platform: 'node' as const,
-    format: 'cjs' as const,
-    target: BUNDLE_TARGET,
-    minify: true,
     sourcemap: true,
     // The SDK clients come from the file beside the bundle, loaded only by the shared cache tier.
     alias: { debug: SILENT_DEBUG, zlib: DEFERRED_ZLIB, '@aws-sdk/client-dynamodb': sdk, '@aws-sdk/client-secrets-manager': sdk },
     external: [sdk],
-    logLevel: 'warning' as const,
   };
 }
 
@@ -50,17 +55,12 @@ export function lambdaBuildOptions(outfile: string) {
  */
 export function awsSdkBuildOptions(outfile: string) {
   return {
+    ...MINIFIED_FOR_THE_RUNTIME,
     entryPoints: [AWS_SDK_ENTRY],
     outfile,
-    bundle: true,
-    platform: 'node' as const,
-    format: 'cjs' as const,
-    target: BUNDLE_TARGET,
-    minify: true,
     mainFields: ['module', 'main'],
     supported: { 'dynamic-import': false },
     alias: { zlib: DEFERRED_ZLIB, '@aws-sdk/credential-provider-node': ENV_CREDENTIALS },
-    logLevel: 'warning' as const,
   };
 }
 

@@ -315,9 +315,13 @@ export class TokenExchangeStack extends Stack {
     // account): the function may only write to its own log group.
     const role = new Role(this, 'FunctionRole', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: this.tokenCacheTable
-        ? 'Token exchange function: writes its own logs, reads and writes items of its token cache table, reads the cache pepper'
-        : 'Token exchange function: writes its own logs, nothing else',
+      description: `Token exchange function: writes its own logs, ${
+        [
+          ...(this.tokenCacheTable ? ['reads and writes items of its token cache table, reads the cache pepper'] : []),
+          ...(this.network ? ['manages its network interfaces in its VPC'] : []),
+          ...(settings.tracing === 'active' ? ['writes X-Ray traces'] : []),
+        ].join(', ') || 'nothing else'
+      }`,
       inlinePolicies: {
         WriteOwnLogs: new PolicyDocument({
           statements: [

@@ -94,6 +94,12 @@ describe('the function in a VPC (vpcId, vpcSubnetIds)', () => {
     });
   });
 
+  it('says so in the role description', () => {
+    inVpc.template.hasResourceProperties('AWS::IAM::Role', {
+      Description: 'Token exchange function: writes its own logs, manages its network interfaces in its VPC',
+    });
+  });
+
   it('gives the role nothing of EC2 outside a VPC', () => {
     expect(rolePolicy(synthesize().template, 'UseVpcNetworkInterfaces')).toBeUndefined();
   });

@@ -614,6 +614,11 @@ describe('502 upstream_error', () => {
     expect(idp.server.received).toHaveLength(1);
   });
 
+  it.each([300, 302])('when the IdP answers %i with an HTML page', async (status) => {
+    idp.server.answer(json(status, '<html>moved</html>', { 'content-type': 'text/html', location: `${idp.server.origin}/elsewhere` }));
+    await expectUpstreamError('redirect');
+  });
+
   it.each([300, 301, 303, 304, 307, 308])('when the IdP answers %i, even with a token in the body', async (status) => {
     idp.server.answer(json(status, status === 304 ? '' : DEMO_TOKEN, { location: `${idp.server.origin}/elsewhere` }));
     await expectUpstreamError('redirect');

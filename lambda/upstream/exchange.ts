@@ -210,10 +210,10 @@ function classifyFailure(error: unknown, attempt: UpstreamAttempt, deadline: num
     return ['throttled', upstreamFailure('upstream_throttled', retryAfterSeconds(attempt.retryAfter, Date.now()))];
   }
   if (status >= 400 && status < 500) return ['rejected', upstreamFailure('unauthorized')];
-  if (status >= 300 && status < 400) return ['redirect', upstreamError()];
-  if (status >= 200 && status < 300) return [failureOfBody(attempt.response as IncomingMessage), upstreamError()];
   // A 5xx, or a 101 that switched to another protocol.
-  return ['status', upstreamError()];
+  if (status >= 500 || status < 200) return ['status', upstreamError()];
+  if (status >= 300) return ['redirect', upstreamError()];
+  return [failureOfBody(attempt.response as IncomingMessage), upstreamError()];
 }
 
 /**

@@ -1,4 +1,4 @@
-// Mutation testing of lambda/ (`npm run mutate`, see docs/MUTATION.md). Not part of `npm test`: a
+// Mutation testing of lambda/ (`npm run mutate`, see docs/TESTING.md). Not part of `npm test`: a
 // whole run takes about two hours on two cores.
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {

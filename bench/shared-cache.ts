@@ -1,4 +1,4 @@
-// The shared token cache on a fleet (bench/fleet.ts); docs/BENCHMARKS.md says what each scenario shows and why.
+// The shared token cache on a fleet (bench/fleet.ts): each scenario's comment says what it shows and why.
 import { type AttributeValue, DynamoDBClient, GetItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { type Phase, phaseOf } from '../lambda/cache/lifetime';
 import { epochMs } from '../lambda/cache/time';

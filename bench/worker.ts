@@ -71,14 +71,14 @@ async function warm(): Promise<WarmResult> {
 }
 
 async function cold(): Promise<ColdResult> {
-  // Time the first require() of each SDK client the bundle loads, and the one call of the pepper's client.
+  // Time the first require() of the SDK's bundle beside the function's, and the one call of the pepper's client.
   const [sdkMs, loader] = [{} as Record<string, number>, require('node:module') as { _load: (...args: unknown[]) => unknown }];
   const [load, loadStarted] = [loader._load, performance.now()];
   let pepper: number[] | undefined;
   loader._load = function (this: unknown, request: unknown, ...rest: unknown[]) {
     const started = performance.now();
     const loaded = load.call(this, request, ...rest) as { SecretsManagerClient?: { prototype: { send: Send } } };
-    if (typeof request !== 'string' || !request.startsWith('@aws-sdk/client-') || request in sdkMs) return loaded;
+    if (typeof request !== 'string' || !request.endsWith('aws-sdk.js') || request in sdkMs) return loaded;
     sdkMs[request] = performance.now() - started;
     const [client, send] = [loaded.SecretsManagerClient?.prototype, loaded.SecretsManagerClient?.prototype.send];
     if (client && send)

@@ -7,6 +7,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { IDP_FAILURE_OUTCOMES, METRIC_PERIOD, type ServiceMetrics } from './service-metrics';
+import type { SettingProblem } from './setting-problems';
 import { tableOperationsSum } from './table-metrics';
 
 /** When each alarm fires; every count and rate is over one 5-minute period. */
@@ -51,22 +52,21 @@ const MAX_LATENCY_THRESHOLD_MS = 30_000;
 const PERCENT_THRESHOLDS: readonly (keyof AlarmThresholds)[] = ['serverErrorPercent', 'idpFailurePercent'];
 
 /** One message per threshold out of its range, naming it: percentages, a latency, whole counts. */
-export function alarmThresholdProblems(thresholds: AlarmThresholds): string[] {
-  const problems: string[] = [];
-  for (const [name, value] of Object.entries(thresholds) as [keyof AlarmThresholds, number | undefined][]) {
+export function alarmThresholdProblems(thresholds: AlarmThresholds): SettingProblem[] {
+  const problems: SettingProblem[] = [];
+  for (const [threshold, value] of Object.entries(thresholds) as [keyof AlarmThresholds, number | undefined][]) {
     if (value === undefined) continue;
-    if (PERCENT_THRESHOLDS.includes(name)) {
+    const prop = `alarmThresholds.${threshold}`;
+    if (PERCENT_THRESHOLDS.includes(threshold)) {
       if (!(Number.isFinite(value) && value > 0 && value <= 100)) {
-        problems.push(`alarmThresholds.${name} must be a percentage above 0 and at most 100, got ${value}`);
+        problems.push((name) => `${name(prop)} must be a percentage above 0 and at most 100, got ${value}`);
       }
-    } else if (name === 'latencyP99Ms') {
+    } else if (threshold === 'latencyP99Ms') {
       if (!(Number.isInteger(value) && value >= 1 && value <= MAX_LATENCY_THRESHOLD_MS)) {
-        problems.push(
-          `alarmThresholds.latencyP99Ms must be a whole number of milliseconds from 1 to ${MAX_LATENCY_THRESHOLD_MS}, got ${value}`,
-        );
+        problems.push((name) => `${name(prop)} must be a whole number of milliseconds from 1 to ${MAX_LATENCY_THRESHOLD_MS}, got ${value}`);
       }
     } else if (!(Number.isInteger(value) && value >= 1)) {
-      problems.push(`alarmThresholds.${name} must be a whole number of at least 1, got ${value}`);
+      problems.push((name) => `${name(prop)} must be a whole number of at least 1, got ${value}`);
     }
   }
   return problems;

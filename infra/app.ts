@@ -3,7 +3,8 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { LogLevel, TokenCacheMode } from '../lambda/config';
 import { unknownContextKeyProblems } from './context-keys';
-import { type CallerAuthorization, TokenExchangeStack, type TokenExchangeStackProps } from './token-exchange-stack';
+import { InvalidSettingsError, type SettingName } from './setting-problems';
+import { type CallerAuthorization, TokenExchangeStack, type TokenExchangeStackProps, type TracingMode } from './token-exchange-stack';
 
 /** How a context key is read (`-c key=value` gives strings, cdk.json may give JSON values). */
 type ContextReader = (key: string) => unknown;
@@ -52,6 +53,31 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
     throw new Error(`Context key "${key}" must be on/off or true/false, got ${JSON.stringify(raw)}`);
   };
 
+  // `-c tags=team=platform,cost-center=42`, or an object of strings in cdk.json.
+  const tagMap = (key: string): Record<string, string> | undefined => {
+    const raw = value(key);
+    if (raw === undefined) return undefined;
+    const pairs =
+      typeof raw === 'string'
+        ? raw
+            .split(',')
+            .filter((pair) => pair.trim() !== '')
+            .map((pair) => {
+              const at = pair.indexOf('=');
+              if (at < 1)
+                throw new Error(`Context key "${key}" must be key=value pairs separated by commas, got ${JSON.stringify(pair.trim())}`);
+              return [pair.slice(0, at).trim(), pair.slice(at + 1).trim()];
+            })
+        : typeof raw === 'object' && raw !== null && !Array.isArray(raw) && Object.values(raw).every((item) => typeof item === 'string')
+          ? Object.entries(raw as Record<string, string>)
+          : undefined;
+    if (pairs === undefined)
+      throw new Error(
+        `Context key "${key}" must be key=value pairs separated by commas, or an object of strings, got ${JSON.stringify(raw)}`,
+      );
+    return Object.fromEntries(pairs);
+  };
+
   // `on`/`off` (and true/false) were this key's values before the shared tier: they keep their meaning.
   const cacheMode = (key: string): TokenCacheMode | undefined => {
     const raw = value(key);
@@ -79,6 +105,7 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
   return {
     allowedTokenUrls: list('allowedTokenUrls'),
     allowAnyPublicTokenUrl: onOff('allowAnyPublicTokenUrl'),
+    allowCleartextTokenUrls: onOff('allowCleartextTokenUrls'),
     callerAuthorization: text('callerAuthorization')?.toLowerCase() as CallerAuthorization | undefined,
     upstreamTimeoutMs: number('upstreamTimeoutMs'),
     tokenCache: cacheMode('tokenCache'),
@@ -97,8 +124,30 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
     alarmEmail: text('alarmEmail'),
     alarmTopicArn: text('alarmTopicArn'),
     alarmThresholds: Object.keys(alarmThresholds).length > 0 ? alarmThresholds : undefined,
+    vpcId: text('vpcId'),
+    vpcSubnetIds: list('vpcSubnetIds'),
+    vpcSecurityGroupIds: list('vpcSecurityGroupIds'),
+    domainName: text('domainName')?.toLowerCase(),
+    certificateArn: text('certificateArn'),
+    hostedZoneId: text('hostedZoneId'),
+    disableExecuteApiEndpoint: onOff('disableExecuteApiEndpoint'),
+    tracing: text('tracing')?.toLowerCase() as TracingMode | undefined,
+    tags: tagMap('tags'),
   };
 }
+
+/** The context keys whose names differ from the props they set; the alarm thresholds follow one rule. */
+const CONTEXT_KEY_OF_PROP: Readonly<Record<string, string>> = {
+  logRetention: 'logRetentionDays',
+  functionTimeout: 'functionTimeoutSeconds',
+};
+
+/** A prop as the user of `cdk synth -c KEY=...` names it: `alarmThresholds.functionErrors` is `alarmFunctionErrors`. */
+export const contextKeyOf: SettingName = (prop) => {
+  const threshold = /^alarmThresholds\.(\w)(\w*)$/.exec(prop);
+  if (threshold) return `alarm${(threshold[1] as string).toUpperCase()}${threshold[2] as string}`;
+  return CONTEXT_KEY_OF_PROP[prop] ?? prop;
+};
 
 function withoutUndefined<T extends object>(values: T): Partial<T> {
   return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
@@ -127,14 +176,21 @@ export function buildApp(app: App = new App()): TokenExchangeStack {
   if (unknownKeys.length > 0) throw new Error(unknownKeys.join('\n'));
   const stackName = read('stackName') ?? 'TokenExchange';
   if (typeof stackName !== 'string') throw new Error(`Context key "stackName" must be a string, got ${JSON.stringify(stackName)}`);
-  const stack = new TokenExchangeStack(app, stackName, {
-    ...propsFromContext(read),
-    description: 'OAuth 2.0 client-credentials token exchange (Lambda behind an HTTP API)',
-    // Environment-agnostic unless pinned: nothing here looks anything up, so one template deploys to
-    // whichever account and region `cdk deploy` targets. (CDK_DEFAULT_REGION would pin it to whatever
-    // region synth happened to guess, us-east-1 without AWS configuration.)
-    env: { account: process.env.CDK_DEPLOY_ACCOUNT || undefined, region: process.env.CDK_DEPLOY_REGION || undefined },
-  });
+  let stack: TokenExchangeStack;
+  try {
+    stack = new TokenExchangeStack(app, stackName, {
+      ...propsFromContext(read),
+      description: 'OAuth 2.0 client-credentials token exchange (Lambda behind an HTTP API)',
+      // Environment-agnostic unless pinned: nothing here looks anything up, so one template deploys to
+      // whichever account and region `cdk deploy` targets. (CDK_DEFAULT_REGION would pin it to whatever
+      // region synth happened to guess, us-east-1 without AWS configuration.)
+      env: { account: process.env.CDK_DEPLOY_ACCOUNT || undefined, region: process.env.CDK_DEPLOY_REGION || undefined },
+    });
+  } catch (error) {
+    // The refusal names the context keys the user typed, not the props they became.
+    if (error instanceof InvalidSettingsError) throw new Error(error.describe('settings (-c KEY=VALUE or cdk.json)', contextKeyOf));
+    throw error;
+  }
   // cdk-nag 3 is a policy validation plugin: an unacknowledged finding fails synth, and so deploy.
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return stack;

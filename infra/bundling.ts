@@ -8,29 +8,78 @@ export const LAMBDA_ENTRY = path.join(ROOT, 'lambda', 'handler.ts');
 /** Replaces `debug` in the bundle so no environment variable can make simple-oauth2 print a secret. */
 export const SILENT_DEBUG = path.join(ROOT, 'lambda', 'bundle', 'silent-debug.ts');
 
-/** Replaces `zlib` in the bundle so Node's zlib loads on first use, not in every cold start. */
+/** Replaces `zlib` in the bundles so Node's zlib loads on first use, not in every cold start. */
 export const DEFERRED_ZLIB = path.join(ROOT, 'lambda', 'bundle', 'deferred-zlib.ts');
+
+/** The SDK clients' entry point, and the file beside the function's bundle that its SDK imports lead to. */
+export const AWS_SDK_ENTRY = path.join(ROOT, 'lambda', 'bundle', 'aws-sdk.ts');
+export const AWS_SDK_FILE = 'aws-sdk.js';
+
+/** Replaces the SDK's default credential chain in its bundle: Lambda gives credentials in the environment. */
+export const ENV_CREDENTIALS = path.join(ROOT, 'lambda', 'bundle', 'env-credentials.ts');
 
 /** Syntax level of the bundle: the stack's Lambda runtime (a test holds them together). */
 export const BUNDLE_TARGET = 'node24';
+
+/** What both files share: one minified CommonJS file for the runtime's Node.js. */
+const MINIFIED_FOR_THE_RUNTIME = {
+  bundle: true,
+  platform: 'node' as const,
+  format: 'cjs' as const,
+  target: BUNDLE_TARGET,
+  minify: true,
+  logLevel: 'warning' as const,
+};
 
 /**
  * The esbuild options of the deployed bundle, for building it outside CDK (benchmarks, tests)
  * exactly as NodejsFunction does in the stack.
  */
 export function lambdaBuildOptions(outfile: string) {
+  const sdk = `./${AWS_SDK_FILE}`;
   return {
+    ...MINIFIED_FOR_THE_RUNTIME,
     entryPoints: [LAMBDA_ENTRY],
     outfile,
-    bundle: true,
-    platform: 'node' as const,
-    format: 'cjs' as const,
-    target: BUNDLE_TARGET,
-    minify: true,
     sourcemap: true,
-    alias: { debug: SILENT_DEBUG, zlib: DEFERRED_ZLIB },
-    // The AWS SDK ships in the runtime, and only the shared cache tier loads it (lazily, when it is on).
-    external: ['@aws-sdk/*'],
-    logLevel: 'warning' as const,
+    // The SDK clients come from the file beside the bundle, loaded only by the shared cache tier.
+    alias: { debug: SILENT_DEBUG, zlib: DEFERRED_ZLIB, '@aws-sdk/client-dynamodb': sdk, '@aws-sdk/client-secrets-manager': sdk },
+    external: [sdk],
   };
+}
+
+/**
+ * The esbuild options of `aws-sdk.js`: the SDK's clients minified, from their ES modules so that what
+ * the shared tier never calls is shaken out, with dynamic `import()` turned into `require` (the SDK
+ * imports `node:http` that way, and the ES module loader it would start costs tens of milliseconds).
+ */
+export function awsSdkBuildOptions(outfile: string) {
+  return {
+    ...MINIFIED_FOR_THE_RUNTIME,
+    entryPoints: [AWS_SDK_ENTRY],
+    outfile,
+    mainFields: ['module', 'main'],
+    supported: { 'dynamic-import': false },
+    alias: { zlib: DEFERRED_ZLIB, '@aws-sdk/credential-provider-node': ENV_CREDENTIALS },
+  };
+}
+
+/** The same build as an esbuild command line, for NodejsFunction's after-bundling hook. */
+export function awsSdkBuildCommand(outputDir: string): string {
+  const options = awsSdkBuildOptions(path.join(outputDir, AWS_SDK_FILE));
+  const args = [
+    path.join(ROOT, 'node_modules', '.bin', 'esbuild'),
+    ...options.entryPoints,
+    '--bundle',
+    `--outfile=${options.outfile}`,
+    `--platform=${options.platform}`,
+    `--format=${options.format}`,
+    `--target=${options.target}`,
+    '--minify',
+    `--main-fields=${options.mainFields.join(',')}`,
+    ...Object.entries(options.supported).map(([feature, on]) => `--supported:${feature}=${on}`),
+    ...Object.entries(options.alias).map(([name, target]) => `--alias:${name}=${target}`),
+    `--log-level=${options.logLevel}`,
+  ];
+  return args.map((arg) => `'${arg.replaceAll("'", `'\\''`)}'`).join(' ');
 }

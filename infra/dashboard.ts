@@ -33,7 +33,7 @@ const HEIGHT = 6;
 const period = { period: METRIC_PERIOD };
 
 /**
- * One CloudWatch dashboard named after the stack: alarms, then what callers got (the API's status
+ * One CloudWatch dashboard named after the stack and its region: alarms, then what callers got (the API's status
  * classes, the function's outcomes, IdP failures), how long the IdPs take, the cache with a cache,
  * and the function's duration, concurrency and throttles. Every graph is in 5-minute periods.
  */
@@ -43,7 +43,9 @@ export class ServiceDashboard extends Construct {
   constructor(scope: Construct, id: string, props: ServiceDashboardProps) {
     super(scope, id);
     const { metrics, handler, api, tokenCache, table } = props;
-    this.dashboard = new Dashboard(this, 'Dashboard', { dashboardName: Stack.of(this).stackName });
+    // Dashboard names are global to an account: the region keeps a second region's stack from taking this one.
+    const { stackName, region } = Stack.of(this);
+    this.dashboard = new Dashboard(this, 'Dashboard', { dashboardName: `${stackName}-${region}` });
 
     this.dashboard.addWidgets(
       new TextWidget({

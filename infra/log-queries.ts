@@ -9,12 +9,15 @@ export interface LogQueriesProps {
   /** API Gateway's JSON access log: sourceIp, userAgent, routeKey, status, integrationError... */
   readonly accessLogs: ILogGroup;
   readonly tokenCache: TokenCacheMode;
+  /** With `iam`, the access log names each caller's principal (`callerArn`). */
+  readonly callerAuthorization: 'none' | 'iam';
 }
 
 /**
  * Saved CloudWatch Logs Insights queries for the common questions, in a folder named after the stack:
- * which callers fail (the function logs no client id, so callers are told apart by source IP and user
- * agent in the access log), which IdPs fail or are slow, how the cache answers, and the bugs.
+ * which callers fail (the function logs no client id, so callers are told apart by their IAM
+ * principal, source IP and user agent in the access log), which IdPs fail and why, which are slow,
+ * how the cache answers, and the bugs.
  */
 export class LogQueries extends Construct {
   readonly definitions: QueryDefinition[] = [];
@@ -23,10 +26,11 @@ export class LogQueries extends Construct {
     super(scope, id);
     const { functionLogs, accessLogs } = props;
 
+    const caller = props.callerAuthorization === 'iam' ? 'callerArn, ' : '';
     this.add('failures-by-caller', [accessLogs], {
-      fields: ['@timestamp', 'sourceIp', 'userAgent', 'routeKey', 'status'],
+      fields: ['@timestamp', ...(caller ? ['callerArn'] : []), 'sourceIp', 'userAgent', 'routeKey', 'status'],
       filterStatements: ['status like /^[45]/'],
-      statsStatements: ['count(*) as answers by sourceIp, userAgent, status'],
+      statsStatements: [`count(*) as answers by ${caller}sourceIp, userAgent, status`],
       sort: 'answers desc',
       limit: 50,
     });
@@ -37,9 +41,9 @@ export class LogQueries extends Construct {
       sort: 'answers desc',
     });
     this.add('failures-by-idp', [functionLogs], {
-      fields: ['@timestamp', 'outcome', 'status', 'idp_host', 'idp_status'],
+      fields: ['@timestamp', 'outcome', 'status', 'idp_host', 'idp_status', 'idp_error', 'metadata_error'],
       filterStatements: ['outcome != "ok"'],
-      statsStatements: ['count(*) as failures by idp_host, outcome, status, idp_status'],
+      statsStatements: ['count(*) as failures by idp_host, outcome, status, idp_status, idp_error, metadata_error'],
       sort: 'failures desc',
       limit: 50,
     });

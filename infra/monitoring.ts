@@ -11,6 +11,7 @@ import { type AlarmThresholds, alarmThresholdProblems, ServiceAlarms } from './a
 import { ServiceDashboard } from './dashboard';
 import { LogQueries } from './log-queries';
 import { ServiceMetrics } from './service-metrics';
+import type { SettingProblem } from './setting-problems';
 
 export interface MonitoringProps {
   /** The namespace of the function's EMF metrics (`metricsNamespace`). */
@@ -20,6 +21,8 @@ export interface MonitoringProps {
   readonly functionLogs: ILogGroup;
   readonly accessLogs: ILogGroup;
   readonly tokenCache: TokenCacheMode;
+  /** With `iam`, the access log names each caller's principal. */
+  readonly callerAuthorization: 'none' | 'iam';
   /** With the shared cache: its table. */
   readonly table?: ITable;
   readonly thresholds: Required<AlarmThresholds>;
@@ -41,13 +44,22 @@ const EMAIL = /^[^\s@,]+@[^\s@,]+\.[^\s@,]+$/;
 const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/;
 
 /** One message per problem, naming the setting: the alarms go one way at most, and nowhere with monitoring off. */
-export function monitoringSettingProblems({ monitoring, alarmEmail, alarmTopicArn, alarmThresholds }: MonitoringSettings): string[] {
+export function monitoringSettingProblems({
+  monitoring,
+  alarmEmail,
+  alarmTopicArn,
+  alarmThresholds,
+}: MonitoringSettings): SettingProblem[] {
   if (!monitoring) {
-    return Object.entries({ alarmEmail, alarmTopicArn, alarmThresholds })
-      .filter(([, value]) => value !== undefined)
-      .map(([name]) => `${name} needs monitoring on (it is off)`);
+    const given = [
+      ...Object.entries({ alarmEmail, alarmTopicArn })
+        .filter(([, value]) => value !== undefined)
+        .map(([prop]) => prop),
+      ...Object.keys(alarmThresholds ?? {}).map((threshold) => `alarmThresholds.${threshold}`),
+    ];
+    return given.map((prop) => (name) => `${name(prop)} needs monitoring on (it is off)`);
   }
-  const problems: string[] = [];
+  const problems: SettingProblem[] = [];
   if (alarmEmail !== undefined && alarmTopicArn !== undefined) {
     problems.push(
       'alarmEmail and alarmTopicArn are two ways to deliver the alarms: give one (alarmEmail creates a topic, alarmTopicArn names yours)',
@@ -85,6 +97,7 @@ export class Monitoring extends Construct {
       tokenCache: props.tokenCache,
       alarms: this.alarms,
     }).dashboard;
-    new LogQueries(this, 'Queries', { functionLogs: props.functionLogs, accessLogs: props.accessLogs, tokenCache: props.tokenCache });
+    const { functionLogs, accessLogs, tokenCache, callerAuthorization } = props;
+    new LogQueries(this, 'Queries', { functionLogs, accessLogs, tokenCache, callerAuthorization });
   }
 }

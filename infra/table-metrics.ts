@@ -3,7 +3,7 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { METRIC_PERIOD } from './service-metrics';
 
 /** The shared cache's calls: what the function's role may do to its table. */
-export const TABLE_OPERATIONS = ['GetItem', 'PutItem', 'DeleteItem'] as const;
+export const TABLE_OPERATIONS = ['GetItem', 'PutItem'] as const;
 
 /**
  * A DynamoDB metric that AWS/DynamoDB keeps per operation (`SystemErrors`, `ThrottledRequests`), summed

@@ -46,14 +46,14 @@ export class TokenCacheTable extends Construct {
   }
 
   /**
-   * What the function may do, and nothing more: read, write and delete single items of this table
-   * (its conditional writes need no other action), and use the customer-managed key, if any, only
-   * through DynamoDB.
+   * What the function may do, and nothing more: read and write single items of this table (its
+   * conditional writes need no other action, and it never deletes: items expire by DynamoDB's TTL),
+   * and use the customer-managed key, if any, only through DynamoDB.
    */
   accessStatements(): PolicyStatement[] {
     const statements = [
       new PolicyStatement({
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
         resources: [this.table.tableArn],
       }),
     ];

@@ -1,11 +1,11 @@
 import * as path from 'node:path';
-import { Annotations, CfnOutput, Duration, Stack, type StackProps, Tags, Token, Validations } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, Stack, type StackProps, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, PayloadFormatVersion } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, type CfnFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, type CfnFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
@@ -19,10 +19,15 @@ import {
   type TokenCacheMode,
 } from '../lambda/config';
 import { TOKEN_PATHS } from '../lambda/request/routes';
-import { parseAllowlist } from '../lambda/policy/token-url-policy';
-import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
+import { type AllowlistEntry, parseAllowlist } from '../lambda/policy/token-url-policy';
+import { awsSdkBuildCommand, LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
 import { ALARM_THRESHOLD_DEFAULTS, type AlarmThresholds } from './alarms';
+import { consoleUrl } from './console-links';
+import { CustomDomain, customDomainProblems } from './custom-domain';
+import { egressPorts, FunctionNetwork, namesPrivateAddress, networkSettingProblems, warnOfUnreachableEntries } from './function-network';
 import { Monitoring, monitoringSettingProblems } from './monitoring';
+import { tagProblems, tagResources } from './resource-tags';
+import { InvalidSettingsError, type SettingProblem } from './setting-problems';
 import { TokenCachePepper } from './token-cache-pepper';
 import { TokenCacheTable } from './token-cache-table';
 
@@ -39,6 +44,10 @@ export const HTTP_API_INTEGRATION_LIMIT = Duration.seconds(30);
 /** Who may call the token routes: anyone who can reach them, or SigV4-signed IAM principals. */
 export type CallerAuthorization = 'none' | 'iam';
 export const CALLER_AUTHORIZATIONS: readonly CallerAuthorization[] = ['none', 'iam'];
+
+/** Lambda's X-Ray tracing of the function: none, or a trace of every invocation. */
+export type TracingMode = 'off' | 'active';
+export const TRACING_MODES: readonly TracingMode[] = ['off', 'active'];
 
 /**
  * Everything a deployment can tune. All optional but one choice: which token URLs the function may
@@ -59,6 +68,56 @@ export interface TokenExchangeStackProps extends StackProps {
    * @default false
    */
   readonly allowAnyPublicTokenUrl?: boolean;
+  /**
+   * Accept `allowedTokenUrls` entries that send client secrets in cleartext: `http` to a host that
+   * is not a loopback or private address literal. Without it, such an entry stops synth.
+   * @default false
+   */
+  readonly allowCleartextTokenUrls?: boolean;
+  /**
+   * A VPC of yours to run the function in (with `vpcSubnetIds`): to reach an IdP inside your
+   * network, or to leave from a fixed address through a NAT gateway.
+   * @default - Lambda's own network: the internet only
+   */
+  readonly vpcId?: string;
+  /**
+   * With `vpcId`: the subnets the function runs in, private ones, in two or more availability zones.
+   * @default - none; required with vpcId
+   */
+  readonly vpcSubnetIds?: readonly string[];
+  /**
+   * With `vpcId`: existing security groups for the function, instead of the one the stack creates
+   * (egress to the allowlist's ports and 443 only).
+   * @default - a security group of the stack's
+   */
+  readonly vpcSecurityGroupIds?: readonly string[];
+  /**
+   * A name of yours for the API (`auth.example.com`), with `certificateArn`.
+   * @default - only the execute-api address
+   */
+  readonly domainName?: string;
+  /**
+   * With `domainName`: an ACM certificate for it, in the stack's region.
+   * @default - none; required with domainName
+   */
+  readonly certificateArn?: string;
+  /**
+   * With `domainName`: the public Route 53 hosted zone it belongs to, where the stack writes its
+   * alias record (latency-routed, one per region).
+   * @default - no record: point the name at the `DomainTarget` output yourself
+   */
+  readonly hostedZoneId?: string;
+  /**
+   * Turn off the default `execute-api` address, so callers come only through `domainName`.
+   * @default false
+   */
+  readonly disableExecuteApiEndpoint?: boolean;
+  /**
+   * `active`: Lambda records an X-Ray trace of every invocation (its initialisation, invocation and
+   * overhead) and the role may write traces.
+   * @default 'off'
+   */
+  readonly tracing?: TracingMode;
   /**
    * `none`: anyone who can reach the API may call it (the IdP judges the credentials). `iam`: both
    * routes take only SigV4-signed requests from principals allowed `execute-api:Invoke` on them.
@@ -165,6 +224,9 @@ export interface TokenExchangeStackProps extends StackProps {
 export const TOKEN_EXCHANGE_DEFAULTS = {
   allowedTokenUrls: [] as readonly string[],
   allowAnyPublicTokenUrl: false,
+  allowCleartextTokenUrls: false,
+  disableExecuteApiEndpoint: false,
+  tracing: 'off' as TracingMode,
   callerAuthorization: 'none' as CallerAuthorization,
   upstreamTimeoutMs: CONFIG_DEFAULTS.upstreamTimeoutMs,
   tokenCache: CONFIG_DEFAULTS.tokenCache as TokenCacheMode,
@@ -180,7 +242,19 @@ export const TOKEN_EXCHANGE_DEFAULTS = {
 } as const;
 
 /** The props that have no default value: left out, they are absent. */
-type OptionalSetting = 'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn' | 'alarmEmail' | 'alarmTopicArn' | 'alarmThresholds';
+type OptionalSetting =
+  | 'reservedConcurrency'
+  | 'corsOrigins'
+  | 'tokenCacheKmsKeyArn'
+  | 'alarmEmail'
+  | 'alarmTopicArn'
+  | 'alarmThresholds'
+  | 'vpcId'
+  | 'vpcSubnetIds'
+  | 'vpcSecurityGroupIds'
+  | 'domainName'
+  | 'certificateArn'
+  | 'hostedZoneId';
 type Settings = Required<Omit<TokenExchangeStackProps, keyof StackProps | OptionalSetting>> &
   Pick<TokenExchangeStackProps, OptionalSetting>;
 
@@ -196,10 +270,16 @@ export class TokenExchangeStack extends Stack {
   public readonly tokenCacheTable?: TokenCacheTable;
   /** With `tokenCache: 'shared'`: the secret pepper mixed into the table's item keys. */
   public readonly tokenCachePepper?: TokenCachePepper;
+  /** With `vpcId`: the function's subnets and security groups. */
+  public readonly network?: FunctionNetwork;
+  /** With `domainName`: the API's own name. */
+  public readonly customDomain?: CustomDomain;
 
   constructor(scope: Construct, id: string, props: TokenExchangeStackProps = {}) {
     super(scope, id, props);
-    const settings = validateSettings({ ...TOKEN_EXCHANGE_DEFAULTS, ...withoutUndefined(props) }, this.bundlingRequired);
+    const tags = props.tags ?? {};
+    const settings = validateSettings({ ...TOKEN_EXCHANGE_DEFAULTS, ...withoutUndefined(props) }, this.bundlingRequired, this.region, tags);
+    const allowlist = parseAllowlist(settings.allowedTokenUrls.join(','));
     if (!this.bundlingRequired && isOpenRelayByAccident(settings)) {
       // Loaded by a CDK command that deploys nothing of this stack (bootstrap, ls, flags, destroy...):
       // no token URL choice is needed to answer it. The assembly it leaves behind still says no, so a
@@ -219,15 +299,29 @@ export class TokenExchangeStack extends Stack {
         },
     );
     assertFunctionWouldStart(environment);
+    if (settings.vpcId !== undefined) {
+      this.network = new FunctionNetwork(this, 'Network', {
+        vpcId: settings.vpcId,
+        subnetIds: settings.vpcSubnetIds ?? [],
+        securityGroupIds: settings.vpcSecurityGroupIds,
+        egressPorts: egressPorts(allowlist),
+      });
+    } else {
+      warnOfUnreachableEntries(this, allowlist);
+    }
 
     const functionLogs = new LogGroup(this, 'FunctionLogs', { retention: settings.logRetention });
     // Instead of AWSLambdaBasicExecutionRole (logs:CreateLogGroup and writes to every group in the
     // account): the function may only write to its own log group.
     const role = new Role(this, 'FunctionRole', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: this.tokenCacheTable
-        ? 'Token exchange function: writes its own logs, reads and writes items of its token cache table, reads the cache pepper'
-        : 'Token exchange function: writes its own logs, nothing else',
+      description: `Token exchange function: writes its own logs, ${
+        [
+          ...(this.tokenCacheTable ? ['reads and writes items of its token cache table, reads the cache pepper'] : []),
+          ...(this.network ? ['manages its network interfaces in its VPC'] : []),
+          ...(settings.tracing === 'active' ? ['writes X-Ray traces'] : []),
+        ].join(', ') || 'nothing else'
+      }`,
       inlinePolicies: {
         WriteOwnLogs: new PolicyDocument({
           statements: [
@@ -240,6 +334,7 @@ export class TokenExchangeStack extends Stack {
         ...(this.tokenCachePepper
           ? { ReadTokenCachePepper: new PolicyDocument({ statements: this.tokenCachePepper.accessStatements() }) }
           : {}),
+        ...(this.network ? { UseVpcNetworkInterfaces: new PolicyDocument({ statements: this.network.accessStatements() }) } : {}),
       },
     });
 
@@ -258,13 +353,20 @@ export class TokenExchangeStack extends Stack {
       environment,
       reservedConcurrentExecutions: settings.reservedConcurrency,
       bundling: bundlingOptions(),
+      tracing: settings.tracing === 'active' ? Tracing.ACTIVE : undefined,
     });
+    this.network?.attach(this.handler);
+    acknowledgeGrantsOnAnyResource(role, [
+      ...(this.network ? [FunctionNetwork.DESCRIBE_ON_ANY_RESOURCE] : []),
+      ...(settings.tracing === 'active' ? [TRACE_WRITES_ON_ANY_RESOURCE] : []),
+    ]);
 
     const accessLogs = new LogGroup(this, 'AccessLogs', { retention: settings.logRetention });
     const api = new HttpApi(this, 'Api', {
       apiName: this.stackName,
       description: 'OAuth 2.0 client-credentials token exchange',
       createDefaultStage: false,
+      disableExecuteApiEndpoint: settings.disableExecuteApiEndpoint,
       corsPreflight: settings.corsOrigins && {
         allowOrigins: [...settings.corsOrigins],
         allowMethods: [CorsHttpMethod.POST],
@@ -277,8 +379,17 @@ export class TokenExchangeStack extends Stack {
       stageName: '$default',
       autoDeploy: true,
       throttle: { rateLimit: settings.throttleRateLimit, burstLimit: settings.throttleBurstLimit },
-      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs), format: ACCESS_LOG_FORMAT },
+      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs), format: accessLogFormat(settings.callerAuthorization) },
     });
+    if (settings.domainName !== undefined) {
+      this.customDomain = new CustomDomain(this, 'CustomDomain', {
+        api,
+        stage,
+        domainName: settings.domainName,
+        certificateArn: settings.certificateArn as string,
+        hostedZoneId: settings.hostedZoneId,
+      });
+    }
 
     const integration = new HttpLambdaIntegration('TokenIntegration', this.handler, {
       payloadFormatVersion: PayloadFormatVersion.VERSION_2_0,
@@ -296,21 +407,22 @@ export class TokenExchangeStack extends Stack {
         functionLogs,
         accessLogs,
         tokenCache: settings.tokenCache,
+        callerAuthorization: settings.callerAuthorization,
         table: this.tokenCacheTable?.table,
         thresholds: alarmThresholds(settings),
         alarmEmail: settings.alarmEmail,
         alarmTopicArn: settings.alarmTopicArn,
       });
       new CfnOutput(this, 'DashboardUrl', {
-        value: `https://console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards/dashboard/${monitoring.dashboard.dashboardName}`,
+        value: consoleUrl(this, `cloudwatch/home?region=${this.region}#dashboards/dashboard/${monitoring.dashboard.dashboardName}`),
         description: "The service's CloudWatch dashboard",
       });
     }
 
-    this.apiUrl = stage.url;
-    new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'Base URL of the HTTP API' });
-    new CfnOutput(this, 'TokenEndpointV1', { value: `${stage.url}v1/oauth/token`, description: 'POST client credentials here' });
-    new CfnOutput(this, 'TokenEndpoint', { value: `${stage.url}oauth/token`, description: 'Same operation, unversioned path' });
+    this.apiUrl = this.customDomain?.url ?? stage.url;
+    new CfnOutput(this, 'ApiUrl', { value: this.apiUrl, description: 'Base URL of the HTTP API' });
+    new CfnOutput(this, 'TokenEndpointV1', { value: `${this.apiUrl}v1/oauth/token`, description: 'POST client credentials here' });
+    new CfnOutput(this, 'TokenEndpoint', { value: `${this.apiUrl}oauth/token`, description: 'Same operation, unversioned path' });
     if (authorizer) {
       new CfnOutput(this, 'InvokeResources', {
         value: TOKEN_PATHS.map((routePath) => api.arnForExecuteApi('POST', routePath, stage.stageName)).join(','),
@@ -318,9 +430,7 @@ export class TokenExchangeStack extends Stack {
       });
     }
 
-    // Not on the dashboard: aws-cdk-lib's CloudFormation schema gives dashboards tags, but cfn-lint's
-    // (1.51, on the CI machines) does not and fails the template. Its name is the stack's anyway.
-    Tags.of(this).add('service', 'token-exchange', { excludeResourceTypes: ['AWS::CloudWatch::Dashboard'] });
+    tagResources(this, tags);
     if (!authorizer) acknowledgePublicRoutes(api);
     // The environment can still grow after construction (addEnvironment, an aspect): check what is
     // synthesized, so a NODE_DEBUG that would print secrets, or any setting the function would
@@ -333,26 +443,33 @@ export class TokenExchangeStack extends Stack {
 
 const PROJECT_ROOT = path.join(__dirname, '..');
 
-// One JSON object per request: who called which route, what came back, and what the function and
-// API Gateway reported. No headers, query or body, so nothing a caller sent can leak into the logs.
-const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
-  JSON.stringify({
-    requestId: '$context.requestId',
-    requestTime: '$context.requestTime',
-    sourceIp: '$context.identity.sourceIp',
-    userAgent: '$context.identity.userAgent',
-    protocol: '$context.protocol',
-    httpMethod: '$context.httpMethod',
-    routeKey: '$context.routeKey',
-    status: '$context.status',
-    responseLength: '$context.responseLength',
-    responseLatency: '$context.responseLatency',
-    integrationStatus: '$context.integration.status',
-    integrationLatency: '$context.integration.latency',
-    integrationError: '$context.integration.error',
-    errorMessage: '$context.error.message',
-  }),
-);
+/**
+ * One JSON object per request: who called which route, what came back, and what the function and
+ * API Gateway reported; with IAM callers, the principal API Gateway verified. No headers, query or
+ * body, so nothing a caller sent can leak into the logs.
+ */
+function accessLogFormat(callerAuthorization: CallerAuthorization): AccessLogFormat {
+  const caller =
+    callerAuthorization === 'iam' ? { callerArn: '$context.identity.userArn', callerAccountId: '$context.identity.accountId' } : {};
+  return AccessLogFormat.custom(JSON.stringify({ ...ACCESS_LOG_FIELDS, ...caller }));
+}
+
+const ACCESS_LOG_FIELDS = {
+  requestId: '$context.requestId',
+  requestTime: '$context.requestTime',
+  sourceIp: '$context.identity.sourceIp',
+  userAgent: '$context.identity.userAgent',
+  protocol: '$context.protocol',
+  httpMethod: '$context.httpMethod',
+  routeKey: '$context.routeKey',
+  status: '$context.status',
+  responseLength: '$context.responseLength',
+  responseLatency: '$context.responseLatency',
+  integrationStatus: '$context.integration.status',
+  integrationLatency: '$context.integration.latency',
+  integrationError: '$context.integration.error',
+  errorMessage: '$context.error.message',
+};
 
 /**
  * NodejsFunction's bundling, derived from `lambdaBuildOptions` so the deployed bundle is the one the
@@ -370,10 +487,16 @@ function bundlingOptions() {
     logLevel: EsbuildLogLevel.WARNING,
     // The alias keeps `debug` (and so `DEBUG=simple-oauth2*`, which prints the Basic header) out of the bundle.
     esbuildArgs: Object.fromEntries(Object.entries(esbuild.alias).map(([name, target]) => [`--alias:${name}`, target])),
+    // The SDK's clients, built beside the bundle, where its imports of them lead.
+    commandHooks: {
+      beforeBundling: (): string[] => [],
+      beforeInstall: (): string[] => [],
+      afterBundling: (_inputDir: string, outputDir: string): string[] => [awsSdkBuildCommand(outputDir)],
+    },
   };
 }
 
-/** The contract's configuration variables, and the metrics namespace. Never `DEBUG`. */
+/** The contract's configuration variables, and the metrics' namespace (or their absence). Never `DEBUG`. */
 function functionEnvironment(
   settings: Settings,
   sharedCache: { tableName: string; pepperSecretArn: string } | undefined,
@@ -387,6 +510,8 @@ function functionEnvironment(
       : { TOKEN_CACHE_TABLE: sharedCache.tableName, TOKEN_CACHE_PEPPER_SECRET: sharedCache.pepperSecretArn }),
     LOG_LEVEL: settings.logLevel,
     POWERTOOLS_METRICS_NAMESPACE: settings.metricsNamespace,
+    // Without monitoring nothing reads the custom metrics, which CloudWatch bills as long as they are published.
+    ...(settings.monitoring ? {} : { POWERTOOLS_METRICS_DISABLED: 'true' }),
     ...(settings.sourceMapStackTraces ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
   };
 }
@@ -445,9 +570,14 @@ const METRICS_NAMESPACE = /^(?!AWS\/)(?=.*\S)[A-Za-z0-9.\-_/#: ]{1,255}$/;
  * (glob patterns included) and the one that decides whether the function is built at all; run without
  * the CLI (`tsx infra/app.ts`, a test) it is true, so the refusal is the default.
  */
-function validateSettings(settings: Settings, templateIsDeployable: boolean): Settings {
-  const problems: string[] = [];
-  const check = (ok: boolean, problem: string) => {
+function validateSettings(
+  settings: Settings,
+  templateIsDeployable: boolean,
+  region: string,
+  tags: Readonly<Record<string, string>>,
+): Settings {
+  const problems: SettingProblem[] = [];
+  const check = (ok: boolean, problem: SettingProblem) => {
     if (!ok) problems.push(problem);
   };
   const { upstreamTimeoutMs, functionTimeout } = settings;
@@ -457,14 +587,17 @@ function validateSettings(settings: Settings, templateIsDeployable: boolean): Se
     Number.isInteger(upstreamTimeoutMs) && upstreamTimeoutMs >= 1 && upstreamTimeoutMs <= MAX_UPSTREAM_TIMEOUT_MS,
     `upstreamTimeoutMs must be a whole number from 1 to ${MAX_UPSTREAM_TIMEOUT_MS}, got ${upstreamTimeoutMs}`,
   );
-  check(functionTimeoutMs % 1000 === 0, `functionTimeout must be whole seconds, got ${functionTimeoutMs} ms`);
+  // In seconds, as -c functionTimeoutSeconds sets it.
+  const functionTimeoutSeconds = functionTimeoutMs / 1000;
+  check(functionTimeoutMs % 1000 === 0, (name) => `${name('functionTimeout')} must be whole seconds, got ${functionTimeoutSeconds} s`);
   check(
     functionTimeoutMs < HTTP_API_INTEGRATION_LIMIT.toMilliseconds(),
-    `functionTimeout must be under the HTTP API's 30 s integration limit, got ${functionTimeoutMs / 1000} s`,
+    (name) => `${name('functionTimeout')} must be under the HTTP API's 30 s integration limit, got ${functionTimeoutSeconds} s`,
   );
   check(
     functionTimeoutMs > upstreamTimeoutMs,
-    `functionTimeout (${functionTimeoutMs / 1000} s) must be longer than upstreamTimeoutMs (${upstreamTimeoutMs} ms), or a slow IdP ends in a Lambda timeout instead of a 504`,
+    (name) =>
+      `${name('functionTimeout')} (${functionTimeoutSeconds} s) must be longer than upstreamTimeoutMs (${upstreamTimeoutMs} ms), or a slow IdP ends in a Lambda timeout instead of a 504`,
   );
   check(
     Number.isInteger(settings.memorySize) && settings.memorySize >= 128 && settings.memorySize <= 10_240,
@@ -480,7 +613,7 @@ function validateSettings(settings: Settings, templateIsDeployable: boolean): Se
   );
   check(
     RETENTION_DAYS.includes(settings.logRetention),
-    `logRetention must be one of ${RETENTION_DAYS.join(', ')} days, got ${settings.logRetention}`,
+    (name) => `${name('logRetention')} must be one of ${RETENTION_DAYS.join(', ')} days, got ${settings.logRetention}`,
   );
   if (settings.reservedConcurrency !== undefined) {
     check(
@@ -500,6 +633,7 @@ function validateSettings(settings: Settings, templateIsDeployable: boolean): Se
     CALLER_AUTHORIZATIONS.includes(settings.callerAuthorization),
     `callerAuthorization must be one of ${CALLER_AUTHORIZATIONS.join(', ')}, got ${settings.callerAuthorization}`,
   );
+  check(TRACING_MODES.includes(settings.tracing), `tracing must be one of ${TRACING_MODES.join(', ')}, got ${settings.tracing}`);
   problems.push(...tokenUrlChoiceProblems(settings).filter((problem) => templateIsDeployable || problem !== OPEN_RELAY_REFUSAL));
   check(
     (TOKEN_CACHE_MODES as readonly string[]).includes(settings.tokenCache),
@@ -513,10 +647,13 @@ function validateSettings(settings: Settings, templateIsDeployable: boolean): Se
     );
   }
   problems.push(...monitoringSettingProblems(settings));
-  problems.push(...allowlistProblems(settings.allowedTokenUrls));
+  problems.push(...allowlistProblems(settings.allowedTokenUrls, settings.allowCleartextTokenUrls));
   if (settings.corsOrigins !== undefined) problems.push(...corsProblems(settings.corsOrigins));
+  problems.push(...networkSettingProblems(settings));
+  problems.push(...customDomainProblems(settings, region));
+  problems.push(...tagProblems(tags));
 
-  if (problems.length > 0) throw new Error(`Invalid TokenExchangeStack props:\n- ${problems.join('\n- ')}`);
+  if (problems.length > 0) throw new InvalidSettingsError(problems);
   return settings;
 }
 
@@ -541,20 +678,47 @@ export const OPEN_RELAY_REFUSAL =
   "Either list the IdPs it may call (-c 'allowedTokenUrls=https://login.example.com,https://*.auth0.com'), " +
   'or accept any public https token URL explicitly (-c allowAnyPublicTokenUrl=true)';
 
-function allowlistProblems(entries: readonly string[]): string[] {
-  const problems: string[] = [];
+function allowlistProblems(entries: readonly string[], allowCleartext: boolean): SettingProblem[] {
+  const problems: SettingProblem[] = [];
+  const cleartext: AllowlistEntry[] = [];
   for (const entry of entries) {
     if (entry.trim() === '' || entry.includes(',')) {
       problems.push(`allowedTokenUrls entries must be non-empty and contain no comma, got "${entry}"`);
       continue;
     }
     try {
-      parseAllowlist(entry);
+      cleartext.push(...parseAllowlist(entry).filter(sendsSecretsInCleartext));
     } catch (error) {
       problems.push(`allowedTokenUrls: ${(error as Error).message.replace(/^Environment variable TOKEN_URL_ALLOWLIST has /, '')}`);
     }
   }
+  if (!allowCleartext) {
+    for (const { text } of cleartext) {
+      problems.push(
+        (name) =>
+          `${name('allowedTokenUrls')} entry "${text}" would send client secrets in cleartext over the network: use https, or say ${name('allowCleartextTokenUrls')}=true on purpose`,
+      );
+    }
+  } else if (cleartext.length === 0) {
+    problems.push(
+      (name) => `${name('allowCleartextTokenUrls')}=true needs an http entry in ${name('allowedTokenUrls')} that is not a private address`,
+    );
+  }
   return problems;
+}
+
+/** http to anything but a loopback or private literal: secrets would cross networks nobody here controls, unencrypted. */
+function sendsSecretsInCleartext(entry: AllowlistEntry): boolean {
+  return entry.protocol === 'http:' && !namesPrivateAddress(entry);
+}
+
+const TRACE_WRITES_ON_ANY_RESOURCE =
+  'tracing=active: X-Ray takes trace segments and telemetry only with Resource "*" (those actions have no resource types); the role writes traces and reads none.';
+
+/** The role's grants on `*`, each there because its actions name no resource: cdk-nag is told why, once. */
+function acknowledgeGrantsOnAnyResource(role: Role, reasons: readonly string[]): void {
+  if (reasons.length === 0) return;
+  Validations.of(role).acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: reasons.join(' ') });
 }
 
 function corsProblems(origins: readonly string[]): string[] {

@@ -78,6 +78,7 @@ export function createHandler(
       metadata_error: metadata.failure,
       idp_status: upstream.status,
       idp_latency_ms: upstream.latencyMs,
+      idp_error: upstream.failure,
       cache: cached.tier,
       cache_remembered: cached.remembered,
       cache_refresh: cached.refresh,

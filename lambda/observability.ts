@@ -3,6 +3,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import type { LogLevel } from './config';
 import { causeChain, type ErrorCode } from './errors';
+import type { IdpFailure } from './upstream/exchange';
 import type { MetadataFailure } from './upstream/issuer-metadata';
 import type { CacheTier } from './cache/report';
 
@@ -27,6 +28,8 @@ export interface RequestRecord {
   metadata_error?: MetadataFailure;
   idp_status?: number;
   idp_latency_ms?: number;
+  /** Why the token endpoint gave no token (`refused`, `tls`, `not_json`, ...). */
+  idp_error?: IdpFailure;
   /** With TOKEN_CACHE on: the tier that answered (`memory`, `shared`), `miss` (the IdP did, or nobody), or `stale`. */
   cache?: CacheTier;
   /** A remembered failure or a hold answered instead of the IdP. */

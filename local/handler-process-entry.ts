@@ -11,8 +11,8 @@ interface Invocation {
   event: APIGatewayProxyEventV2;
 }
 
-// Logs would only mix with the caller's output: tests and the fault bench read the answers.
-const handle = createHandler(loadConfig(process.env), { record: () => undefined });
+// Each log record goes to the parent process (before its answer), not to the parent's output.
+const handle = createHandler(loadConfig(process.env), { record: (record) => process.send?.({ record }) });
 
 process.on('message', (message: Invocation) => {
   void handle(message.event).then(

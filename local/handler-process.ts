@@ -2,18 +2,25 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { RequestRecord } from '../lambda/observability';
 
 const REPO_ROOT = join(__dirname, '..');
 
 /** The handler running in a child process, invoked with events as Lambda would. */
 export interface HandlerProcess {
   invoke(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2>;
+  /** The log record of every request answered so far, in order. */
+  readonly records: RequestRecord[];
   stop(): Promise<void>;
   /** End the process at once, as a Lambda instance dies: no cleanup, nothing more sent or written. */
   kill(): Promise<void>;
 }
 
-type Reply = { ready: true } | { id: number; result: APIGatewayProxyStructuredResultV2 } | { id: number; rejected: string };
+type Reply =
+  | { ready: true }
+  | { record: RequestRecord }
+  | { id: number; result: APIGatewayProxyStructuredResultV2 }
+  | { id: number; rejected: string };
 
 /**
  * Start `createHandler(loadConfig(env))` in a process of its own, on the Node.js binary running the
@@ -36,8 +43,10 @@ export async function startHandlerProcess(env: NodeJS.ProcessEnv): Promise<Handl
   const exited = once(child, 'exit');
   let ready: () => void = () => undefined;
   const started = new Promise<void>((resolve) => (ready = resolve));
+  const records: RequestRecord[] = [];
   child.on('message', (reply: Reply) => {
     if ('ready' in reply) return ready();
+    if ('record' in reply) return void records.push(reply.record);
     const waiting = pending.get(reply.id);
     pending.delete(reply.id);
     if ('result' in reply) waiting?.resolve(reply.result);
@@ -57,6 +66,7 @@ export async function startHandlerProcess(env: NodeJS.ProcessEnv): Promise<Handl
 
   let nextId = 0;
   return {
+    records,
     invoke(event) {
       const id = (nextId += 1);
       return new Promise((resolve, reject) => {

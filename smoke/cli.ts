@@ -3,20 +3,36 @@ import { httpSender } from './http';
 import { type Signer, signingRegion, sigV4Signer } from './sigv4';
 
 // `npm run smoke -- <base URL>`: checks a deployed (or local) service against the contract, one line
-// per check, exit 0 when every check passes, 1 when one fails, 2 when it cannot start. Settings:
-//   SMOKE_CLIENT_ID, SMOKE_CLIENT_SECRET, SMOKE_TOKEN_URL  all three: also get a token, and again behind a cache
-//   SMOKE_EXPECT_CACHE_HIT=1  a second token request that is no cache hit fails
-//   SMOKE_SIGV4               unset: sign with SigV4 once API Gateway refuses an unsigned request (IAM);
-//                             1: sign every request, after checking an unsigned one is refused; 0: never sign
-//   AWS_REGION                the region to sign for, when the URL's host does not say it
+// per check (PASS, FAIL, or SKIP for a check not run), exit 0 when no check fails, 1 when one fails,
+// 2 when it cannot start. `--help` prints the settings.
 
 const USAGE = 'usage: npm run smoke -- <base URL of the service, e.g. https://abc123.execute-api.eu-west-1.amazonaws.com>';
+
+const HELP = `${USAGE}
+
+Checks both token routes against the contract (400 for an empty body, 403 for the metadata address
+as token URL, API Gateway's 404 elsewhere), and with a client gets a token through the service.
+
+Environment:
+  SMOKE_CLIENT_ID, SMOKE_CLIENT_SECRET, SMOKE_TOKEN_URL
+                            all three: also get a token from that IdP through the service (and again,
+                            behind a cache); none: that check is skipped, and says so
+  SMOKE_EXPECT_CACHE_HIT=1  a second token request that is no cache hit fails
+  SMOKE_SIGV4               unset: sign with SigV4 once API Gateway refuses an unsigned request (IAM);
+                            1: sign every request, after checking an unsigned one is refused; 0: never sign
+  AWS_REGION                the region to sign for, when the URL's host does not say it
+
+Against npm start:
+  SMOKE_CLIENT_ID=demo-client SMOKE_CLIENT_SECRET=demo-secret SMOKE_TOKEN_URL=http://127.0.0.1:3001/token \\
+    npm run smoke -- http://localhost:3000
+`;
 
 class UsageError extends Error {}
 
 function baseUrlFrom(args: readonly string[]): URL {
   const [text] = args;
   if (text === undefined || args.length !== 1) throw new UsageError(USAGE);
+  if (text.startsWith('-')) throw new UsageError(`unknown option ${text}: --help prints the usage and settings\n${USAGE}`);
   let url: URL;
   try {
     url = new URL(text);
@@ -48,6 +64,10 @@ function signingModeFrom(value: string | undefined): SigningMode {
 }
 
 async function main(args: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(HELP);
+    return 0;
+  }
   const baseUrl = baseUrlFrom(args);
   const token = tokenClientFrom(env);
   const signing = signingModeFrom(env.SMOKE_SIGV4);

@@ -58,6 +58,12 @@ describe('the README and docs/', () => {
     expect(readFileSync(join(ROOT, 'README.md')).length).toBeLessThanOrEqual(15_000);
   });
 
+  it('keeps the README and docs/ together at most 80 KB, a manual to read rather than a notebook', () => {
+    const bytes = PAGES.reduce((total, page) => total + readFileSync(join(ROOT, page)).length, 0);
+
+    expect(bytes).toBeLessThanOrEqual(80_000);
+  });
+
   it('links every page of docs/ from the README, so none is out of reach', () => {
     const linked = new Set(relativeLinks('README.md').map((target) => target.split('#')[0]));
 

@@ -509,7 +509,7 @@ describe('401 unauthorized', () => {
     expect(result.statusCode).toBe(401);
     expect(result.headers).toEqual(CONTRACT_HEADERS);
     expect(bodyOf(result)).toStrictEqual({ code: 'unauthorized', description: 'Unauthorized credentials provided' });
-    expect(idp.observed.records[0]).toMatchObject({ outcome: 'unauthorized', idp_status: status });
+    expect(idp.observed.records[0]).toMatchObject({ outcome: 'unauthorized', idp_status: status, idp_error: 'rejected' });
   });
 });
 
@@ -522,7 +522,7 @@ describe('503 upstream_throttled', () => {
       code: 'upstream_throttled',
       description: 'The identity provider asked to wait before the next token request: retry after retry-after seconds',
     });
-    expect(idp.observed.records[0]).toMatchObject({ outcome: 'upstream_throttled', idp_status: status });
+    expect(idp.observed.records[0]).toMatchObject({ outcome: 'upstream_throttled', idp_status: status, idp_error: 'throttled' });
     return result.headers;
   };
 
@@ -565,8 +565,10 @@ describe('503 upstream_throttled', () => {
 });
 
 describe('502 upstream_error', () => {
-  const expectUpstreamError = async () => {
+  /** The contract's 502, and the reason the log line gives for it. */
+  const expectUpstreamError = async (reason: string) => {
     const result = await idp.handle(tokenEvent(request()));
+    expect(idp.observed.records[0]).toMatchObject({ outcome: 'upstream_error', idp_error: reason });
     expect(result.statusCode).toBe(502);
     expect(result.headers).toEqual(CONTRACT_HEADERS);
     const body = bodyOf(result);
@@ -578,24 +580,24 @@ describe('502 upstream_error', () => {
 
   it('when the IdP answers 500 with an HTML page', async () => {
     idp.server.answer(json(500, '<html>Internal Server Error</html>', { 'content-type': 'text/html' }));
-    const result = await expectUpstreamError();
+    const result = await expectUpstreamError('status');
     expect(result.body).not.toContain('Internal Server Error');
   });
 
   it('when the IdP answers 503 with a JSON error and no Retry-After', async () => {
     idp.server.answer(json(503, { error: 'temporarily_unavailable' }));
-    await expectUpstreamError();
+    await expectUpstreamError('status');
   });
 
   it('when the IdP answers 500 with Retry-After: only a 429 or a 503 asks to wait', async () => {
     idp.server.answer(json(500, { error: 'server_error' }, { 'retry-after': '5' }));
-    await expectUpstreamError();
+    await expectUpstreamError('status');
   });
 
   it('when the IdP redirects, without following the redirect', async () => {
     idp.server.answer(json(302, { access_token: 'from-a-redirect' }, { location: `${idp.server.origin}/elsewhere` }));
 
-    await expectUpstreamError();
+    await expectUpstreamError('redirect');
 
     expect(idp.server.received.map((received) => received.url)).toEqual(['/oauth2/token']);
   });
@@ -608,38 +610,59 @@ describe('502 upstream_error', () => {
       // Closed both ways, so the next test's request cannot land on it.
       socket?.end(raw, () => socket.destroy());
     });
-    await expectUpstreamError();
+    await expectUpstreamError('status');
     expect(idp.server.received).toHaveLength(1);
+  });
+
+  it.each([300, 302])('when the IdP answers %i with an HTML page', async (status) => {
+    idp.server.answer(json(status, '<html>moved</html>', { 'content-type': 'text/html', location: `${idp.server.origin}/elsewhere` }));
+    await expectUpstreamError('redirect');
   });
 
   it.each([300, 301, 303, 304, 307, 308])('when the IdP answers %i, even with a token in the body', async (status) => {
     idp.server.answer(json(status, status === 304 ? '' : DEMO_TOKEN, { location: `${idp.server.origin}/elsewhere` }));
-    await expectUpstreamError();
+    await expectUpstreamError('redirect');
     expect(idp.server.received).toHaveLength(1);
   });
 
   it.each([
-    ['not JSON', '<html>ok</html>'],
-    ['a JSON array', [DEMO_TOKEN]],
-    ['a JSON string', 'token'],
-    ['a quoted JSON string', '"token"'],
-    ['JSON null', null],
-    ['JSON true', true],
-    ['JSON false', false],
-    ['a JSON number', 42],
-    ['JSON 0', 0],
-    ['an empty body', ''],
-    ['an object without access_token', { token_type: 'Bearer' }],
-    ['a numeric access_token', { access_token: 12345 }],
-    ['an empty access_token', { access_token: '' }],
-  ])('when a 200 answer is %s', async (_case, answer) => {
+    ['not JSON', '<html>ok</html>', 'not_json'],
+    ['a JSON array', [DEMO_TOKEN], 'not_json'],
+    ['a JSON string', 'token', 'not_json'],
+    ['a quoted JSON string', '"token"', 'not_json'],
+    ['JSON null', null, 'not_json'],
+    ['JSON true', true, 'not_json'],
+    ['JSON false', false, 'not_json'],
+    ['a JSON number', 42, 'not_json'],
+    ['JSON 0', 0, 'not_json'],
+    ['an empty body', '', 'not_json'],
+    ['an object without access_token', { token_type: 'Bearer' }, 'no_access_token'],
+    ['a numeric access_token', { access_token: 12345 }, 'no_access_token'],
+    ['an empty access_token', { access_token: '' }, 'no_access_token'],
+  ] as const)('when a 200 answer is %s (log: %s)', async (_case, answer, reason) => {
     idp.server.answer(json(200, typeof answer === 'string' ? answer : JSON.stringify(answer)));
-    await expectUpstreamError();
+    await expectUpstreamError(reason);
   });
 
   it('when the answer is over 1 MiB', async () => {
     idp.server.answer(json(200, { access_token: 'x', padding: 'p'.repeat(1024 * 1024) }));
-    await expectUpstreamError();
+    await expectUpstreamError('too_large');
+  });
+
+  it('when an answer without a content-length grows past 1 MiB', async () => {
+    idp.server.answer((_received, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('{"access_token":"x","padding":"');
+      const chunk = 'p'.repeat(64 * 1024);
+      let sent = 0;
+      const more = (): void => {
+        if (response.destroyed) return;
+        if (sent++ < 20) response.write(chunk, () => setImmediate(more));
+        else response.end('"}');
+      };
+      more();
+    });
+    await expectUpstreamError('too_large');
   });
 
   it('accepts an answer just under 1 MiB', async () => {
@@ -655,7 +678,7 @@ describe('502 upstream_error', () => {
     idp.server.answer((_received, response) => {
       response.socket?.resetAndDestroy();
     });
-    await expectUpstreamError();
+    await expectUpstreamError('closed');
   });
 
   it('when the IdP closes the connection in the middle of its answer', async () => {
@@ -664,7 +687,7 @@ describe('502 upstream_error', () => {
       response.write('{"access_token":"x"');
       setTimeout(() => response.socket?.destroy(), 10);
     });
-    await expectUpstreamError();
+    await expectUpstreamError('closed');
   });
 
   it('when nothing listens at the token URL', async () => {
@@ -682,6 +705,7 @@ describe('502 upstream_error', () => {
     // Assess
     expect(result.statusCode).toBe(502);
     expect(bodyOf(result).code).toBe('upstream_error');
+    expect(idp.observed.records[0]).toMatchObject({ idp_error: 'refused' });
   });
 
   it('when the TLS handshake fails', async () => {
@@ -695,6 +719,7 @@ describe('502 upstream_error', () => {
     // Assess
     expect(result.statusCode).toBe(502);
     expect(bodyOf(result).code).toBe('upstream_error');
+    expect(idp.observed.records[0]).toMatchObject({ idp_error: 'tls' });
   });
 });
 
@@ -707,6 +732,7 @@ describe('504 upstream_timeout', () => {
     expect(result.statusCode).toBe(504);
     expect(bodyOf(result)).toStrictEqual({ code: 'upstream_timeout', description: expect.any(String) });
     expect(result.headers).toEqual(CONTRACT_HEADERS);
+    expect(idp.observed.records[0]).toMatchObject({ outcome: 'upstream_timeout', idp_error: 'timeout' });
   });
 
   it('when the IdP sends headers and then trickles its body past the deadline', async () => {
@@ -857,6 +883,7 @@ describe('403 token_url_not_allowed at connect time', () => {
     });
     expect(idp.server.connections).toBe(connectionsBefore);
     expect(idp.server.received).toHaveLength(0);
+    expect(idp.observed.records[0]).toMatchObject({ outcome: 'token_url_not_allowed', idp_error: 'address_not_allowed' });
   });
 });
 

@@ -107,6 +107,7 @@ describe('an HTTPS exchange with an IdP reached by host name', () => {
     // It did connect: the TLS check refused the server, before the request and its secret went out.
     expect(servers.untrusted.connections).toBe(1);
     expect(servers.untrusted.received).toEqual([]);
+    expect(handler?.records.at(-1)).toMatchObject({ outcome: 'upstream_error', idp_error: 'tls' });
   });
 
   it('answers 502 upstream_error and sends nothing when a trusted certificate names another host', async () => {
@@ -119,6 +120,7 @@ describe('an HTTPS exchange with an IdP reached by host name', () => {
     expect(bodyOf(result ?? {})).toStrictEqual(UPSTREAM_ERROR);
     expect(servers.mismatch.connections).toBe(1);
     expect(servers.mismatch.received).toEqual([]);
+    expect(handler?.records.at(-1)).toMatchObject({ outcome: 'upstream_error', idp_error: 'tls' });
   });
 });
 

@@ -134,6 +134,38 @@ describe('the metadata request of an allowlisted issuer', () => {
   });
 });
 
+describe('the token endpoint an allowlisted issuer names', () => {
+  it("is refused at connect time, naming the issuer's token_endpoint, when the address connected to is not the permit's", async () => {
+    // Prepare: the endpoint on a server of its own (so on a connection of its own), and a permit
+    // that says yes until the metadata has been served, then yes to the policy's look at the
+    // endpoint and no to the connection, as a name that resolved elsewhere by then would get.
+    const endpointServer = await startTokenServer();
+    const issuer = `${server.origin}/realms/payments`;
+    server.answer(
+      issuerScript({ [wellKnownPaths('/realms/payments').oidc]: json(200, metadataDocument(issuer, `${endpointServer.origin}/token`)) }),
+    );
+    let afterMetadata = 0;
+    const config = withPermit(
+      loadConfig({ TOKEN_URL_ALLOWLIST: `${server.origin},${endpointServer.origin}` }),
+      'yes-then-no-for-the-endpoint',
+      () => server.received.length === 0 || ++afterMetadata === 1,
+    );
+
+    // Act
+    const response = await createHandler(config, observed)(byIssuer(issuer));
+    await endpointServer.close();
+
+    // Assess
+    expect(response.statusCode).toBe(403);
+    expect(errorBody(response)).toEqual({
+      code: 'token_url_not_allowed',
+      description: "the issuer's token_endpoint points to an address that is not allowed",
+    });
+    expect(endpointServer.connections).toBe(0);
+    expect(observed.records[0]).toMatchObject({ outcome: 'token_url_not_allowed', idp_error: 'address_not_allowed' });
+  });
+});
+
 describe('a token endpoint the metadata names outside the allowlist', () => {
   it.each([
     ['a loopback port of the traps', 'http://127.0.0.1:{trap}/token'],

@@ -418,7 +418,7 @@ describe('each metadata request, and what it leaves behind', () => {
     // Prepare: the guard's refusal comes on the next tick, before any timer can run.
     const metadata = new IssuerMetadata([]);
     const issuer = issuerAt('/late');
-    const refusing: TokenTarget = { url: new URL(issuer), permit: { key: 'refuse-all', allows: () => false } };
+    const refusing: TokenTarget = { url: new URL(issuer), permit: { key: 'refuse-all', allows: () => false }, field: 'issuer' };
     const report: MetadataReport = {};
 
     // Act
@@ -537,7 +537,7 @@ describe('where the policy refuses what a request by issuer reaches', () => {
     // Prepare: a permit that allows nothing, as the guard holds a public-only issuer whose name resolves to loopback.
     const metadata = new IssuerMetadata([]);
     const issuer = issuerAt('/idp');
-    const refusing: TokenTarget = { url: new URL(issuer), permit: { key: 'refuse-all', allows: () => false } };
+    const refusing: TokenTarget = { url: new URL(issuer), permit: { key: 'refuse-all', allows: () => false }, field: 'issuer' };
     const report: MetadataReport = {};
     const connectionsBefore = server.connections;
 

@@ -25,14 +25,17 @@ const componentResponse = (name: string): ResponseObject => {
   return response;
 };
 /**
- * API Gateway's own answers on the token routes, byte for byte: over its 10 MB payload limit, when its
- * throttling refuses, an unsigned request with IAM callers, and when the function has not answered
- * within the 30-second integration limit. (Its 404 for other routes is `NotFound`, on no operation.)
+ * API Gateway's own answers on the token routes, byte for byte: an unsigned request with IAM callers,
+ * a path or method no route matches (a wrong base URL), over its 10 MB payload limit, when its
+ * throttling refuses, when it cannot run the function, and when the function has not answered within
+ * the 30-second integration limit.
  */
 const GATEWAY_ANSWERS: Record<string, string> = {
   '403': '{"message":"Forbidden"}',
+  '404': '{"message":"Not Found"}',
   '413': '{"message":"Request Entity Too Large"}',
   '429': '{"message":"Too Many Requests"}',
+  '500': '{"message":"Internal Server Error"}',
   '503': '{"message":"Service Unavailable"}',
 };
 
@@ -71,6 +74,19 @@ describe('openapi.yaml', () => {
     // Assess
     expect(Object.keys(document.paths).sort()).toEqual([...TOKEN_PATHS].sort());
     expect(new Set(operations.map((operation) => operation.operationId)).size).toBe(TOKEN_PATHS.length);
+  });
+
+  it('lets callers come unsigned, or signed with SigV4 where the stack is deployed for IAM callers', () => {
+    const { security } = api.operation(TOKEN_PATH, 'post') as { security?: unknown };
+    const schemes = (document.components as { securitySchemes?: Record<string, unknown> }).securitySchemes;
+
+    expect(security).toEqual([{}, { sigv4: [] }]);
+    expect(schemes?.sigv4).toMatchObject({
+      type: 'apiKey',
+      in: 'header',
+      name: 'Authorization',
+      'x-amazon-apigateway-authtype': 'awsSigv4',
+    });
   });
 
   it('describes both token routes as one operation', () => {
@@ -139,17 +155,15 @@ describe('openapi.yaml', () => {
       .filter(([, response]) => response['x-answered-by'] === 'api-gateway')
       .map(([name, response]) => [name, Object.keys(response.headers ?? {})]);
 
-    expect(gatewayOnly).toEqual([
-      ['TooManyRequests', []],
-      ['ServiceUnavailable', []],
-    ]);
+    expect(gatewayOnly).toEqual([['TooManyRequests', []]]);
   });
 
   it("uses the service's own fixed texts in the examples of its fixed-text errors", () => {
     // Prepare
+    // The function's examples (API Gateway's carry a message, no description).
     const exampleDescription = (name: string): unknown =>
-      Object.values(componentResponse(name).content?.['application/json']?.examples ?? {}).map(
-        (example) => (example.value as { description?: unknown }).description,
+      Object.values(componentResponse(name).content?.['application/json']?.examples ?? {}).flatMap(
+        (example) => (example.value as { description?: unknown }).description ?? [],
       );
 
     // Assess
@@ -157,7 +171,7 @@ describe('openapi.yaml', () => {
     expect(exampleDescription('UpstreamError')).toEqual([UPSTREAM_ERROR_DESCRIPTION]);
     expect(exampleDescription('UpstreamTimeout')).toEqual([UPSTREAM_TIMEOUT_DESCRIPTION]);
     expect(exampleDescription('InternalError')).toEqual([INTERNAL_ERROR_DESCRIPTION]);
-    expect(exampleDescription('PayloadTooLarge')).toEqual([`The request body must be at most ${MAX_BODY_BYTES} bytes`]);
+    expect(exampleDescription('RequestTooLarge')).toEqual([`The request body must be at most ${MAX_BODY_BYTES} bytes`]);
   });
 
   it('documents the 500 that an unexpected error becomes, and its example', () => {

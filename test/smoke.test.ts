@@ -124,7 +124,18 @@ describe('npm run smoke against the local service', () => {
       'PASS POST /oauth/token naming the metadata address as token URL: 403 token_url_not_allowed',
       `PASS POST /v1/oauth/no-such-route: API Gateway's 404 {"message":"Not Found"}`,
     ]);
-    expect(run.output).toContain('smoke: 5 passed, 0 failed');
+    expect(run.code).toBe(0);
+  });
+
+  it('says it skipped the token check without a client, naming the variables that turn it on', async () => {
+    // Act
+    const run = await smoke([service.url]);
+
+    // Assess
+    expect(lines(run.output, 'SKIP')).toEqual([
+      'SKIP a token through the service: no client: set SMOKE_CLIENT_ID, SMOKE_CLIENT_SECRET and SMOKE_TOKEN_URL to get one from that IdP',
+    ]);
+    expect(run.output).toContain('smoke: 5 passed, 0 failed, 1 not run');
     expect(run.code).toBe(0);
   });
 
@@ -378,6 +389,32 @@ describe('npm run smoke against an API that takes IAM callers', () => {
 });
 
 describe('npm run smoke usage', () => {
+  it.each(['--help', '-h'])('prints the usage and every setting with %s, exits 0 and contacts nothing', async (flag) => {
+    const run = await smoke([flag]);
+
+    expect(run.output).toContain('usage: npm run smoke -- <base URL');
+    for (const name of [
+      'SMOKE_CLIENT_ID',
+      'SMOKE_CLIENT_SECRET',
+      'SMOKE_TOKEN_URL',
+      'SMOKE_EXPECT_CACHE_HIT',
+      'SMOKE_SIGV4',
+      'AWS_REGION',
+    ]) {
+      expect(run.output).toContain(name);
+    }
+    expect(run.output).toContain('npm run smoke -- http://localhost:3000');
+    expect(run.code).toBe(0);
+    expect(run.networkAttempts).toEqual([]);
+  });
+
+  it('exits 2 on an option it does not know, instead of taking it for a URL', async () => {
+    const run = await smoke(['--verbose']);
+
+    expect(run.output).toContain('unknown option --verbose: --help prints the usage and settings');
+    expect(run.code).toBe(2);
+  });
+
   it('exits 2 with the usage when no base URL is given', async () => {
     const run = await smoke([]);
 

@@ -144,6 +144,22 @@ describe('the token URL guard with no allowlist (any public https URL)', () => {
     expect(jail.refused).toEqual([]);
     expect(jail.attempts.every((attempt) => net.isIP(attempt.host) === 0)).toBe(true);
     expect(trapHits()).toEqual([]);
+    expect(records.at(-1)).toMatchObject({ outcome: 'upstream_error', idp_error: 'dns' });
+  });
+});
+
+describe('an allowlisted private address the network has no route to', () => {
+  it('answers 502 and logs the IdP as unreachable: the jail refuses the connection before a packet leaves', async () => {
+    // Prepare: an entry naming a private address literally lets the policy and the guard through.
+    const handler = handlerFor({ TOKEN_URL_ALLOWLIST: 'http://10.255.255.1' });
+
+    // Act
+    const response = await handler(tokenEvent('http://10.255.255.1/token'));
+
+    // Assess
+    expect(response.statusCode).toBe(502);
+    expect(jail.refused.map((attempt) => attempt.host)).toEqual(['10.255.255.1']);
+    expect(records.at(-1)).toMatchObject({ outcome: 'upstream_error', idp_error: 'unreachable' });
   });
 });
 

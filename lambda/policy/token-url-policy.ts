@@ -27,10 +27,11 @@ export interface AllowlistEntry {
   readonly permit: AddressPermit;
 }
 
-/** A token URL the policy accepted: where to post, and which addresses the connection may use. */
+/** A token URL the policy accepted: where to post, which addresses the connection may use, and what a refusal names it. */
 export interface TokenTarget {
   readonly url: URL;
   readonly permit: AddressPermit;
+  readonly field: PolicyField;
 }
 
 const MAX_URL_LENGTH = 2048;
@@ -149,7 +150,7 @@ export function checkTokenUrl(raw: string, allowlist: readonly AllowlistEntry[],
   if (permit === PUBLIC_ONLY && (host === 'localhost' || host.endsWith('.localhost'))) {
     throw tokenUrlNotAllowed(addressNotAllowed(field));
   }
-  return { url, permit };
+  return { url, permit, field };
 }
 
 function matches(entry: AllowlistEntry, url: URL, host: string): boolean {

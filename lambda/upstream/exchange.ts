@@ -1,16 +1,44 @@
 import type { Agent, ClientRequest, IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import './simple-oauth2-debug';
 import type { AccessToken, Token } from 'simple-oauth2';
 import { Client } from 'simple-oauth2/lib/client';
 import ClientCredentialsGrantType from 'simple-oauth2/lib/client-credentials-grant-type';
-import { causeChain, type ExchangeError, upstreamFailure } from '../errors';
+import { causeChain, type ExchangeError, tokenUrlNotAllowed, upstreamFailure } from '../errors';
 import { grantConfig, tokenParams } from './grant-config';
 import { AddressNotAllowedError, agentFor } from './guarded-agents';
+import { isRecord } from '../type-guards';
 import type { TokenRequest } from '../request/token-request';
-import type { TokenTarget } from '../policy/token-url-policy';
+import { addressNotAllowed, type TokenTarget } from '../policy/token-url-policy';
 
 /** The IdP's token answer exactly as it was parsed: a JSON object with a string `access_token`. */
 export type IdpToken = Record<string, unknown> & { access_token: string };
+
+/**
+ * Why the token endpoint gave no token, for logs: what happened on the wire, never the IdP's answer.
+ * Before an answer: its name did not resolve (`dns`), nothing listened (`refused`), no route or
+ * another connect error (`unreachable`), the guard refused the address (`address_not_allowed`), the
+ * TLS handshake failed (`tls`), or the connection closed first (`closed`). With an answer: a 3xx
+ * (`redirect`), a 429 or a 503 with Retry-After (`throttled`), another 4xx (`rejected`), a 5xx
+ * (`status`), or a 2xx cut short (`closed`), over 1 MiB (`too_large`), not a JSON object
+ * (`not_json`) or without a string `access_token` (`no_access_token`). Or no whole answer in time (`timeout`).
+ */
+export type IdpFailure =
+  | 'dns'
+  | 'refused'
+  | 'unreachable'
+  | 'address_not_allowed'
+  | 'tls'
+  | 'closed'
+  | 'redirect'
+  | 'throttled'
+  | 'rejected'
+  | 'status'
+  | 'too_large'
+  | 'not_json'
+  | 'no_access_token'
+  | 'timeout';
 
 /** What one exchange did upstream, for logs and metrics: never a secret, a token or a body. */
 export interface UpstreamReport {
@@ -18,6 +46,8 @@ export interface UpstreamReport {
   status?: number;
   /** Connect to last byte, in milliseconds. */
   latencyMs?: number;
+  /** Why it gave no token, when it gave none. */
+  failure?: IdpFailure;
 }
 
 /** The part of Node's agent interface a request uses to get its socket. */
@@ -31,9 +61,13 @@ type RequestHandoff = (request: ClientRequest, options: object) => void;
  */
 class UpstreamAttempt {
   request?: ClientRequest;
+  response?: IncomingMessage;
   status?: number;
   retryAfter?: string;
   timedOut = false;
+  /** The attempt's connection, and whether it got as far as TCP (a reused one had). */
+  socket?: Socket;
+  connected = false;
   /**
    * The pooled agent seen through this attempt. Every `http.request` hands its request to its
    * agent's `addRequest` (the method every agent implementation provides); this view records the
@@ -54,7 +88,13 @@ class UpstreamAttempt {
 
   private track(request: ClientRequest): void {
     this.request = request;
+    request.once('socket', (socket: Socket) => {
+      this.socket = socket;
+      if (request.reusedSocket) this.connected = true;
+      else socket.once('connect', () => (this.connected = true));
+    });
     request.once('response', (response: IncomingMessage) => {
+      this.response = response;
       this.status = response.statusCode;
       this.retryAfter = response.headers['retry-after'];
     });
@@ -125,26 +165,30 @@ async function attemptOnce(
   } catch (error) {
     report.status = attempt.status;
     if (request.authMethod !== 'private_key_jwt' && isStaleSocket(error, attempt)) return undefined;
-    throw classifyFailure(error, attempt, deadline);
+    const [failure, refusal] = classifyFailure(error, attempt, deadline, target);
+    report.failure = failure;
+    throw refusal;
   } finally {
     clearTimeout(timer);
   }
   report.status = attempt.status;
-  return checkAnswer(client.answer, attempt);
+  const unusable = unusableAnswer(client.answer, attempt.status as number);
+  if (unusable === undefined) return client.answer as IdpToken;
+  report.failure = unusable;
+  throw upstreamError();
 }
 
-function checkAnswer(answer: unknown, attempt: UpstreamAttempt): IdpToken {
-  // Resolved means a response arrived, so its status was recorded.
-  const status = attempt.status as number;
+/** Why a resolved answer (so one with a recorded status) is no token, or undefined for a token. */
+function unusableAnswer(answer: unknown, status: number): IdpFailure | undefined {
   // A 3xx (redirects are not followed) is no token, whatever its body. No 1xx gets here: Node hands
   // 100 and 102-199 to 'information', and gives a 101 an empty body (what follows belongs to the
   // protocol switched to), which simple-oauth2 refuses before this.
-  if (status >= 300) throw upstreamError();
+  if (status >= 300) return 'redirect';
   // simple-oauth2 has already refused a null, false, 0 or empty answer; any other JSON value that is
-  // not an object (an array, a string, a number, true) has no access_token.
-  const accessToken = (answer as Record<string, unknown>).access_token;
-  if (typeof accessToken !== 'string' || accessToken === '') throw upstreamError();
-  return answer as IdpToken;
+  // not an object (an array, a string, a number, true) is no token answer at all.
+  if (!isRecord(answer)) return 'not_json';
+  const accessToken = answer.access_token;
+  return typeof accessToken === 'string' && accessToken !== '' ? undefined : 'no_access_token';
 }
 
 /**
@@ -154,19 +198,46 @@ function checkAnswer(answer: unknown, attempt: UpstreamAttempt): IdpToken {
  * or a socket error, can be handled before the deadline's own timer runs, and the caller still got
  * no complete answer within UPSTREAM_TIMEOUT_MS.
  */
-function classifyFailure(error: unknown, attempt: UpstreamAttempt, deadline: number): ExchangeError {
-  if (attempt.timedOut || performance.now() >= deadline) return upstreamFailure('upstream_timeout');
+function classifyFailure(error: unknown, attempt: UpstreamAttempt, deadline: number, target: TokenTarget): [IdpFailure, ExchangeError] {
+  if (attempt.timedOut || performance.now() >= deadline) return ['timeout', upstreamFailure('upstream_timeout')];
   // The guard's refusal is the request's own error, which wreck and simple-oauth2 pass on as it is
   // (Boom decorates it in place), so no cause chain needs walking.
-  if (error instanceof AddressNotAllowedError) return upstreamFailure('token_url_not_allowed');
+  if (error instanceof AddressNotAllowedError) return ['address_not_allowed', tokenUrlNotAllowed(addressNotAllowed(target.field))];
   const status = attempt.status;
+  if (status === undefined) return [failureBeforeAnswer(error, attempt), upstreamError()];
   // RFC 6585 4 and RFC 9110 15.6.4: the IdP asks to wait; that says nothing about the credentials.
   if (status === 429 || (status === 503 && attempt.retryAfter !== undefined)) {
-    return upstreamFailure('upstream_throttled', retryAfterSeconds(attempt.retryAfter, Date.now()));
+    return ['throttled', upstreamFailure('upstream_throttled', retryAfterSeconds(attempt.retryAfter, Date.now()))];
   }
-  if (status !== undefined && status >= 400 && status < 500) return upstreamFailure('unauthorized');
-  // No connection, a reset, a TLS failure, an oversized or unparsable answer, a 3xx or a 5xx.
-  return upstreamError();
+  if (status >= 400 && status < 500) return ['rejected', upstreamFailure('unauthorized')];
+  // A 5xx, or a 101 that switched to another protocol.
+  if (status >= 500 || status < 200) return ['status', upstreamError()];
+  if (status >= 300) return ['redirect', upstreamError()];
+  return [failureOfBody(attempt.response as IncomingMessage), upstreamError()];
+}
+
+/**
+ * How an attempt that got no answer failed: by how far its connection got, then by its error. A TLS
+ * socket is `authorized` once its handshake has verified the IdP (the agent rejects any other).
+ */
+function failureBeforeAnswer(error: unknown, attempt: UpstreamAttempt): IdpFailure {
+  if (attempt.connected) {
+    const tls = attempt.socket as TLSSocket;
+    return tls.encrypted && !tls.authorized ? 'tls' : 'closed';
+  }
+  const cause = causeChain(error).find((link): link is NodeJS.ErrnoException => typeof (link as { code?: unknown }).code === 'string');
+  if (cause?.syscall === 'getaddrinfo') return 'dns';
+  return cause?.code === 'ECONNREFUSED' ? 'refused' : 'unreachable';
+}
+
+/**
+ * Why a 2xx answer's body gave nothing: read to its end, it is no JSON or a value simple-oauth2
+ * refuses; given up before its end, either the connection broke (Node then destroys the answer with
+ * an error) or wreck stopped reading at the 1 MiB cap (it destroys the answer without one).
+ */
+function failureOfBody(response: IncomingMessage): IdpFailure {
+  if (!response.readableAborted) return 'not_json';
+  return response.errored ? 'closed' : 'too_large';
 }
 
 const upstreamError = (): ExchangeError => upstreamFailure('upstream_error');

@@ -1,7 +1,8 @@
 import { Duration, Token } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { buildApp, propsFromContext, settingContextKeys } from '../../infra/app';
+import { ALARM_THRESHOLD_DEFAULTS } from '../../infra/alarms';
+import { buildApp, contextKeyOf, propsFromContext, settingContextKeys } from '../../infra/app';
 import { newApp } from './stack-fixture';
 
 const reader =
@@ -183,6 +184,32 @@ describe('context keys', () => {
         'logRetentionDays',
       ]),
     );
+  });
+
+  it.each([
+    [
+      { logRetentionDays: '10' },
+      /^Invalid settings \(-c KEY=VALUE or cdk.json\):\n- logRetentionDays must be one of 1, 3, 5, .* days, got 10$/,
+    ],
+    [{ functionTimeoutSeconds: '2.5' }, /- functionTimeoutSeconds must be whole seconds, got 2.5 s/],
+    [{ functionTimeoutSeconds: '5' }, /- functionTimeoutSeconds \(5 s\) must be longer than upstreamTimeoutMs \(5000 ms\)/],
+    [{ alarmFunctionErrors: '0' }, /- alarmFunctionErrors must be a whole number of at least 1, got 0/],
+    [{ monitoring: 'off', alarmLatencyP99Ms: '100' }, /- alarmLatencyP99Ms needs monitoring on \(it is off\)/],
+    [{ vpcSubnetIds: 'subnet-0123456789abcdef0' }, /- vpcSubnetIds needs vpcId, the VPC they belong to/],
+  ])('names the context key the user typed, not the prop it becomes: %p', (context, message) => {
+    const act = () => buildApp(newApp({ bundle: false, context }));
+
+    expect(act).toThrow(message);
+  });
+
+  it('has a context key for every prop a refusal can name', () => {
+    const props = [
+      ...Object.keys(propsFromContext(() => undefined)).filter((prop) => prop !== 'alarmThresholds'),
+      ...Object.keys(ALARM_THRESHOLD_DEFAULTS).map((threshold) => `alarmThresholds.${threshold}`),
+    ];
+
+    expect(props.map(contextKeyOf).filter((key) => !settingContextKeys().includes(key))).toEqual([]);
+    expect(contextKeyOf('logRetention')).toBe('logRetentionDays');
   });
 
   it('says that -c throttleRateLimit=-1 must be above 0, not that it is no number', () => {

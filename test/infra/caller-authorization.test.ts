@@ -53,6 +53,25 @@ describe('callerAuthorization', () => {
     iam.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'POST /oauth/token', AuthorizationType: 'AWS_IAM' });
   });
 
+  it('names the caller in the access log with iam: its principal ARN and account, as API Gateway verified them', () => {
+    // Act
+    const { template: iam } = template({ allowedTokenUrls: ALLOWLIST, callerAuthorization: 'iam' });
+    const { template: open } = template({ allowedTokenUrls: ALLOWLIST });
+
+    // Assess
+    const format = (stage: Template) =>
+      JSON.parse(String(Object.values(stage.findResources('AWS::ApiGatewayV2::Stage'))[0]?.Properties.AccessLogSettings.Format)) as Record<
+        string,
+        string
+      >;
+    expect(format(iam)).toMatchObject({ callerArn: '$context.identity.userArn', callerAccountId: '$context.identity.accountId' });
+    expect(Object.keys(format(open))).not.toContain('callerArn');
+    iam.hasResourceProperties('AWS::Logs::QueryDefinition', {
+      Name: 'CallerAuthorizationTest/failures-by-caller',
+      QueryString: Match.stringLikeRegexp('by callerArn, sourceIp, userAgent, status'),
+    });
+  });
+
   it('outputs the route ARNs a caller needs execute-api:Invoke on, only with iam', () => {
     // Act
     const { template: iam } = template({ allowedTokenUrls: ALLOWLIST, callerAuthorization: 'iam' });
@@ -134,6 +153,45 @@ describe('callerAuthorization', () => {
 
     // Assess
     expect(props).toMatchObject({ callerAuthorization: 'iam', allowAnyPublicTokenUrl: true });
+  });
+});
+
+describe('cleartext token URLs', () => {
+  it.each([
+    ['a public host', 'http://login.example.com'],
+    ['a wildcard domain', 'http://*.example.com'],
+    ['a public address', 'http://93.184.215.14:8080/token'],
+  ])('are refused for %s: client secrets would cross networks unencrypted', (_case, entry) => {
+    const act = () => template({ allowedTokenUrls: ['https://login.example.com', entry] });
+
+    expect(act).toThrow(
+      `allowedTokenUrls entry "${entry}" would send client secrets in cleartext over the network: use https, or say allowCleartextTokenUrls=true on purpose`,
+    );
+  });
+
+  it.each(['http://localhost:8080', 'http://127.0.0.1:9000', 'http://10.0.0.5/token', 'http://[fd00::5]'])(
+    'are accepted for a loopback or private address literal: %s',
+    (entry) => {
+      expect(() => template({ allowedTokenUrls: [entry] })).not.toThrow();
+    },
+  );
+
+  it('are accepted with allowCleartextTokenUrls=true, said on purpose', () => {
+    const { template: cleartext } = template({ allowedTokenUrls: ['http://login.example.com'], allowCleartextTokenUrls: true });
+
+    cleartext.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ TOKEN_URL_ALLOWLIST: 'http://login.example.com' }) },
+    });
+  });
+
+  it('refuses allowCleartextTokenUrls=true with no such entry to allow', () => {
+    const act = () => template({ allowedTokenUrls: ALLOWLIST, allowCleartextTokenUrls: true });
+
+    expect(act).toThrow('allowCleartextTokenUrls=true needs an http entry in allowedTokenUrls that is not a private address');
+  });
+
+  it('is read from context as `-c allowCleartextTokenUrls=true`', () => {
+    expect(propsFromContext((key) => (key === 'allowCleartextTokenUrls' ? 'true' : undefined)).allowCleartextTokenUrls).toBe(true);
   });
 });
 

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
-import { lambdaBuildOptions } from '../../infra/bundling';
+import { AWS_SDK_FILE, awsSdkBuildOptions, lambdaBuildOptions } from '../../infra/bundling';
+import { localAwsEnvironment, startLocalDynamoDb } from '../../local/dynamodb-local';
+import { startLocalSecretsManager } from '../../local/secrets-manager-local';
 import { startTokenServer, type TokenServer } from '../support/token-server';
 import { synthesize } from './stack-fixture';
 
@@ -44,14 +46,17 @@ const bundledPackages = (): Set<string> =>
       .map((source) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(source)?.[1])
       .filter((name): name is string => name !== undefined),
   );
-// The deployed bundle's size budget (docs/DESIGN.md, docs/BENCHMARKS.md).
+// The deployed bundle's size budget (docs/DESIGN.md).
 const BUNDLE_BUDGET_BYTES = 250 * 1024;
 
 /**
- * Loads a bundle in a fresh Node.js process with `DEBUG=*`, as the Lambda runtime would with that
- * variable set, and sends one token request to the local token server through its handler.
+ * Loads a bundle in a fresh Node.js process with `DEBUG=*` (and `env`), as the Lambda runtime would with
+ * those variables set, and sends one token request to the local token server through its handler.
  */
-async function exchangeThroughBundle(bundle: string): Promise<{ output: string; statusCode: number }> {
+async function exchangeThroughBundle(
+  bundle: string,
+  env: Record<string, string> = {},
+): Promise<{ output: string; statusCode: number; cache?: string }> {
   const event = {
     version: '2.0',
     routeKey: 'POST /v1/oauth/token',
@@ -63,21 +68,21 @@ async function exchangeThroughBundle(bundle: string): Promise<{ output: string; 
     body: JSON.stringify({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, access_token_url: `${server.origin}/token` }),
   };
   const driver = `require(${JSON.stringify(bundle)}).handler(${JSON.stringify(event)}, { awsRequestId: 'bundle-test' })
-    .then((result) => { process.stdout.write('\\nSTATUS ' + result.statusCode + '\\n'); process.exit(0); });`;
+    .then((result) => { process.stdout.write('\\nSTATUS ' + result.statusCode + ' ' + result.headers['x-token-cache'] + '\\n'); process.exit(0); });`;
   const { stdout, stderr } = await run(process.execPath, ['-e', driver], {
-    env: { PATH: process.env.PATH, DEBUG: '*', LOG_LEVEL: 'DEBUG', TOKEN_URL_ALLOWLIST: server.origin },
+    env: { PATH: process.env.PATH, DEBUG: '*', LOG_LEVEL: 'DEBUG', TOKEN_URL_ALLOWLIST: server.origin, ...env },
     timeout: 20_000,
   });
-  const status = /\nSTATUS (\d+)\n/.exec(stdout);
-  return { output: stdout + stderr, statusCode: Number(status?.[1]) };
+  const status = /\nSTATUS (\d+) (\S+)\n/.exec(stdout);
+  return { output: stdout + stderr, statusCode: Number(status?.[1]), cache: status?.[2] };
 }
 
 describe('the function bundle NodejsFunction builds', () => {
-  it('is one minified file beside its source map', () => {
+  it("is one minified file beside its source map and the SDK clients' file", () => {
     const files = readdirSync(assetDir).sort();
     const code = readAsset('index.js');
 
-    expect(files).toEqual(['index.js', 'index.js.map']);
+    expect(files).toEqual([AWS_SDK_FILE, 'index.js', 'index.js.map']);
     expect(code.trimEnd().endsWith('//# sourceMappingURL=index.js.map')).toBe(true);
     expect(code.split('\n').length).toBeLessThan(100);
   });
@@ -87,6 +92,48 @@ describe('the function bundle NodejsFunction builds', () => {
     await build(lambdaBuildOptions(outfile));
 
     expect(readAsset('index.js')).toBe(readFileSync(outfile, 'utf8'));
+  });
+
+  it("builds the SDK clients' file byte for byte as awsSdkBuildOptions does (the file benchmarks and tests use)", async () => {
+    const outfile = path.join(scratch, 'reference', AWS_SDK_FILE);
+    await build(awsSdkBuildOptions(outfile));
+
+    expect(readAsset(AWS_SDK_FILE)).toBe(readFileSync(outfile, 'utf8'));
+  });
+
+  it('holds no AWS SDK in the bundle, and loads none without the shared cache', async () => {
+    const bundle = path.join(assetDir, 'index.js');
+    const driver = `require(${JSON.stringify(bundle)}); process.stdout.write(JSON.stringify(Object.keys(require.cache)));`;
+    const { stdout } = await run(process.execPath, ['-e', driver], {
+      env: { PATH: process.env.PATH, TOKEN_CACHE: 'memory' },
+      timeout: 20_000,
+    });
+
+    expect([...bundledPackages()].filter((name) => name.startsWith('@aws-sdk/') || name.startsWith('@smithy/'))).toEqual([]);
+    expect((JSON.parse(stdout) as string[]).map((file) => path.basename(file))).toEqual(['index.js']);
+  });
+
+  it('gets the shared cache its SDK clients from the file beside it: a second instance answers from the table', async () => {
+    // Prepare: the table and the pepper on loopback, reached by the bundled clients through the standard variables
+    const table = await startLocalDynamoDb({ tableName: 'bundle-test-cache' });
+    const secrets = await startLocalSecretsManager({ 'bundle-test-pepper': 'p'.repeat(64) });
+    const env = {
+      ...localAwsEnvironment(table.endpoint, secrets.endpoint),
+      TOKEN_CACHE: 'shared',
+      TOKEN_CACHE_TABLE: 'bundle-test-cache',
+      TOKEN_CACHE_PEPPER_SECRET: 'bundle-test-pepper',
+    };
+    const before = server.received.length;
+
+    // Act: two instances, one after the other, each a fresh process
+    const first = await exchangeThroughBundle(path.join(assetDir, 'index.js'), env);
+    const second = await exchangeThroughBundle(path.join(assetDir, 'index.js'), env);
+    await Promise.all([table.close(), secrets.close()]);
+
+    // Assess
+    expect([first.statusCode, first.cache, second.statusCode, second.cache]).toEqual([200, 'miss', 200, 'hit']);
+    expect(server.received.length - before).toBe(1);
+    expect(second.output).not.toContain('cache_error');
   });
 
   it('stays within its 250 KiB budget', () => {

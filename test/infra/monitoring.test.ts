@@ -179,8 +179,8 @@ describe('the alarms', () => {
     const operations = metrics.flatMap(
       (metric) => metric.MetricStat?.Metric.Dimensions.find((dimension) => dimension.Name === 'Operation')?.Value ?? [],
     );
-    expect(operations).toEqual(['GetItem', 'PutItem', 'DeleteItem']);
-    expect(metrics.flatMap((metric) => metric.MetricStat?.Metric.MetricName ?? [])).toEqual(Array(3).fill('ThrottledRequests'));
+    expect(operations).toEqual(['GetItem', 'PutItem']);
+    expect(metrics.flatMap((metric) => metric.MetricStat?.Metric.MetricName ?? [])).toEqual(Array(2).fill('ThrottledRequests'));
   });
 
   it('describe what they mean and what to check first', () => {
@@ -254,10 +254,12 @@ describe('alarmTopicArn', () => {
 });
 
 describe('the dashboard', () => {
-  it('is one, named after the stack, and its URL is an output', () => {
+  it('is one, named after the stack and its region (names are global to an account), and its URL is an output', () => {
     defaults.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
-    defaults.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'TokenExchangeTest' });
-    expect(JSON.stringify(defaults.findOutputs('DashboardUrl'))).toContain('#dashboards/dashboard/');
+    defaults.hasResourceProperties('AWS::CloudWatch::Dashboard', {
+      DashboardName: { 'Fn::Join': ['', ['TokenExchangeTest-', { Ref: 'AWS::Region' }]] },
+    });
+    expect(JSON.stringify(defaults.findOutputs('DashboardUrl'))).toContain('"#dashboards/dashboard/",{"Ref":"MonitoringDashboard');
   });
 
   it('shows every alarm in one status widget', () => {
@@ -383,6 +385,17 @@ describe('monitoring off', () => {
     template.resourceCountIs('AWS::Logs::QueryDefinition', 0);
     expect(template.findOutputs('DashboardUrl')).toEqual({});
   });
+
+  it('stops the function publishing its custom metrics, which nothing would read and CloudWatch would bill', () => {
+    const off = synthesize({ monitoring: false }).template;
+
+    off.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ POWERTOOLS_METRICS_DISABLED: 'true' }) },
+    });
+    defaults.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ POWERTOOLS_METRICS_DISABLED: Match.absent() }) },
+    });
+  });
 });
 
 describe('monitoring settings validation', () => {
@@ -410,7 +423,7 @@ describe('monitoring settings validation', () => {
     [
       'thresholds with monitoring off',
       { monitoring: false, alarmThresholds: { functionErrors: 2 } },
-      /alarmThresholds needs monitoring on/,
+      /alarmThresholds.functionErrors needs monitoring on \(it is off\)/,
     ],
     [
       'a percentage over 100',

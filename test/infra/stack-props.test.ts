@@ -28,7 +28,7 @@ describe('TokenExchangeStack props validation', () => {
     [
       'a function timeout in fractions of a second',
       { functionTimeout: Duration.millis(7500) },
-      /functionTimeout must be whole seconds, got 7500 ms/,
+      /functionTimeout must be whole seconds, got 7.5 s/,
     ],
     ['memory under 128 MiB', { memorySize: 64 }, /memorySize must be a whole number of MiB from 128 to 10240, got 64/],
     ['memory over 10240 MiB', { memorySize: 10_241 }, /memorySize must be a whole number of MiB from 128 to 10240, got 10241/],

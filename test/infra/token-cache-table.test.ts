@@ -82,7 +82,7 @@ describe("tokenCache: 'shared'", () => {
     });
   });
 
-  it('lets the function get, put and delete items of that table and nothing else', () => {
+  it('lets the function get and put items of that table and nothing else: it never deletes one', () => {
     const { id } = only(shared.template, 'AWS::DynamoDB::Table');
 
     expect(cachePolicy(shared.template)).toEqual({
@@ -90,7 +90,7 @@ describe("tokenCache: 'shared'", () => {
       Statement: [
         {
           Effect: 'Allow',
-          Action: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem'],
+          Action: ['dynamodb:GetItem', 'dynamodb:PutItem'],
           Resource: { 'Fn::GetAtt': [id, 'Arn'] },
         },
       ],

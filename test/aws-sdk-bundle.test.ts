@@ -1,0 +1,72 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as sdk from '../lambda/bundle/aws-sdk';
+import { defaultProvider } from '../lambda/bundle/env-credentials';
+
+// The SDK as the deployed function has it (infra/bundling.ts): lambda/bundle/aws-sdk.ts is the entry of
+// aws-sdk.js, and env-credentials.ts stands in for the default credential chain there. That the
+// deployed bundle serves the shared cache from that file is tested in test/infra/lambda-bundle.test.ts.
+
+const LAMBDA = join(__dirname, '..', 'lambda');
+
+/** Every value `lambda/` imports from an SDK client package, by package: what aws-sdk.js must export. */
+function clientImports(): { name: string; from: string }[] {
+  const files = readdirSync(LAMBDA, { recursive: true, encoding: 'utf8' }).filter(
+    (file) => file.endsWith('.ts') && !file.startsWith('bundle'),
+  );
+  return files.flatMap((file) =>
+    [...readFileSync(join(LAMBDA, file), 'utf8').matchAll(/^import \{([^}]*)\} from '(@aws-sdk\/client-[a-z-]+)';/gm)].flatMap(
+      ([, names = '', from = '']) =>
+        names
+          .split(',')
+          .map((name) => name.trim())
+          .filter((name) => name !== '' && !name.startsWith('type '))
+          .map((name) => ({ name, from })),
+    ),
+  );
+}
+
+describe("aws-sdk.ts, the entry of the deployed function's SDK file", () => {
+  it('exports every client, command and error the shared tier imports, as the SDK packages define them', () => {
+    // Prepare
+    const imports = clientImports();
+
+    // Assess: the control, that the scan finds the shared tier's imports at all
+    expect(imports.map(({ name }) => name)).toEqual(expect.arrayContaining(['DynamoDBClient', 'GetSecretValueCommand']));
+    for (const { name, from } of imports) {
+      expect({ name, exported: (sdk as Record<string, unknown>)[name] }).toEqual({
+        name,
+        exported: (require(from) as Record<string, unknown>)[name],
+      });
+    }
+  });
+});
+
+describe('env-credentials.ts, which stands in for the default credential chain in the SDK file', () => {
+  const saved = { ...process.env };
+  afterEach(() => {
+    for (const name of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN']) {
+      if (saved[name] === undefined) delete process.env[name];
+      else process.env[name] = saved[name];
+    }
+  });
+
+  it("gives the role's credentials from the environment, as Lambda sets them", async () => {
+    Object.assign(process.env, {
+      AWS_ACCESS_KEY_ID: 'AKIDLAMBDAROLE',
+      AWS_SECRET_ACCESS_KEY: 'role-secret',
+      AWS_SESSION_TOKEN: 'role-session',
+    });
+
+    const credentials = await defaultProvider()();
+
+    expect(credentials).toMatchObject({ accessKeyId: 'AKIDLAMBDAROLE', secretAccessKey: 'role-secret', sessionToken: 'role-session' });
+  });
+
+  it('fails without them, so a table call fails and the request goes to the IdP without the table', async () => {
+    delete process.env.AWS_ACCESS_KEY_ID;
+    delete process.env.AWS_SECRET_ACCESS_KEY;
+
+    await expect(defaultProvider()()).rejects.toMatchObject({ name: 'CredentialsProviderError' });
+  });
+});

@@ -533,14 +533,13 @@ function settle(visit: Visit, held: Claimed, outcome: Outcome, now: Now, recorde
   const { lineage } = held.facts;
   const ended = carried(held.ended, now);
   let state: KeyItem;
-  if (outcome.kind === 'token' && keepable(outcome.entry.token)) {
-    state = { kind: 'key', memo: { ...memo, kept: outcome.entry }, activity: { kind: 'idle' }, ended };
-  } else if (outcome.kind === 'token') {
-    // A token that cannot be kept goes to those who waited for this exchange, and to no later request.
+  if (outcome.kind === 'token') {
+    // The token goes to those who waited for this exchange by name, whatever the item holds by the time
+    // they read it (a later claim carries it); a keepable one is kept for later requests too.
     const until = epochMs(now.epoch + visit.settings.upstreamTimeoutMs);
     state = {
       kind: 'key',
-      memo,
+      memo: keepable(outcome.entry.token) ? { ...memo, kept: outcome.entry } : memo,
       activity: { kind: 'idle' },
       ended: [...ended, { holder, lineage, outcome: { kind: 'answered', entry: outcome.entry, until } }],
     };

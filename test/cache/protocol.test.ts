@@ -819,7 +819,7 @@ describe('a holder', () => {
     });
   });
 
-  it('settles a keepable token as the kept one, and answers once that landed', () => {
+  it('settles a keepable token as the kept one and as its waiters\' answer, and answers once that landed', () => {
     const done = run(holding(), [{ kind: 'exchanged', result: { token: token('new') } }, 100]);
     const settled = run(done, [wrote('settle', { kind: 'won' }), 110]);
 
@@ -829,7 +829,10 @@ describe('a holder', () => {
         write: 'settle',
         rev: 'me.1',
         expected: revs('me.0'),
-        state: item({ memo: { kept: token('new'), rejectedAt: epochMs(0) } }),
+        state: item({
+          memo: { kept: token('new'), rejectedAt: epochMs(0) },
+          ended: [ended('me', { kind: 'answered', entry: token('new'), until: epochMs(T0 + 5100) })],
+        }),
       },
       { kind: 'timer', timer: 'settle', at: 300 },
     ]);

@@ -1,6 +1,6 @@
 import type { IdpPhase } from '../../sim/idp';
 import { type Scenario, type SimKey, scriptedScenario } from '../../sim/scenario';
-import { runScenario, type SimResult } from '../../sim/simulation';
+import { runScenario, type SimResult, simulate } from '../../sim/simulation';
 
 // Each shape of trouble a review of the shared cache reproduced, as a scenario the simulator runs
 // deterministically on the real cache code: what the callers got, and no invariant broken.
@@ -140,6 +140,15 @@ describe('the shared cache, under the trouble a review found', () => {
     expect(result.answers[1]).toMatchObject({ header: 'hit', token: result.answers[0]?.token });
     expect(result.answers[1]?.answeredAt).toBeLessThan(1510);
     expect(result.sent).toHaveLength(1);
+  });
+
+  it("gives a waiter its holder's token when a no-cache claim replaces the settle before the waiter reads it", async () => {
+    // Found by the search (seed 100123): the token came 4.4 s after a 401, too close to prove the key
+    // across clocks, so the no-cache claim did not carry it, and the waiter met a claim it could not outlast.
+    const result = await simulate(100123, 600);
+
+    expect(result.violations).toEqual([]);
+    expect(result.answered).toBeGreaterThan(600);
   });
 
   it('never takes over from a live holder whose clock is 4 s behind: one exchange for the burst', async () => {

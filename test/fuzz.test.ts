@@ -29,6 +29,7 @@ const OCCASIONAL_FIELDS: readonly string[] = [
   'client_assertion_type',
   'resource',
   'basic_credentials_encoding',
+  'credential',
 ];
 const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf'] as const;
 const STATUS_BY_CODE: Record<string, number> = CONTRACT_ERROR_STATUS;
@@ -119,6 +120,8 @@ function fieldValue(field: (typeof CONTRACT_FIELDS)[number], tokenUrl: string): 
       fc.array(fc.oneof(fc.webUrl(), fc.string()), { maxLength: 3 }),
     ),
     basic_credentials_encoding: fc.oneof(fc.constantFrom('form', 'raw'), fc.string()),
+    // No credential is stored here: a well-formed name is refused like any other.
+    credential: fc.oneof(fc.constantFrom('orders-api', 'a'.repeat(65)), fc.string({ maxLength: 70 })),
   };
   return fc.oneof({ arbitrary: good[field], weight: 4 }, { arbitrary: anyJson, weight: 1 });
 }

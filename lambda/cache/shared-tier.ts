@@ -8,13 +8,13 @@ import { type Exchange, exchangeOutcome, type Outcome, remaining } from './outco
 import type { PepperSource } from './pepper';
 import { CLOCK_TOLERANCE_MS, decide, type Freshness, inForce, type KeyView, type Remembered } from './plan';
 import type { CacheReport } from './report';
-import type { SecretRequest } from './request-key';
+import { type CacheableRequest, keySecret } from './request-key';
 import { holdItemKeys, type ItemKeys, requestItemKeys } from './sealed-item';
 import { FAILED, type Read, TableCalls } from './table-calls';
 
 /** One request's visit to the shared tier. */
 export interface SharedAsk extends Freshness {
-  readonly request: SecretRequest;
+  readonly request: CacheableRequest;
   /** The request's canonical text (`requestText`) and hold key (`holdKey`). */
   readonly requestText: string;
   readonly holdKey: string;
@@ -87,7 +87,7 @@ export class SharedTier {
     const calls = this.calls(ask);
     const pepper = await this.pepper(ask.deadline, ask.report);
     if (!pepper) return this.withoutTable(ask, ask.known, undefined, ask.refresh);
-    const keys = requestItemKeys(pepper, ask.request.clientSecret, ask.requestText);
+    const keys = requestItemKeys(pepper, keySecret(ask.request), ask.requestText);
     const holdKeys = holdItemKeys(pepper, ask.holdKey);
     const watch = new LeaseWatch(this.maxLeaseMs);
     let read = await calls.get(keys.itemKey);

@@ -1,20 +1,21 @@
 import type { TokenCacheSetting } from '../config';
 import { ExchangeError, upstreamFailure } from '../errors';
 import type { IdpToken } from '../upstream/exchange';
+import type { CredentialRequest } from '../credentials/access-policy';
 import type { TokenRequest } from '../request/token-request';
 import { answerFrom, type Entry } from './lifetime';
 import { MemoryTier, type Slot } from './memory-tier';
 import { type Exchange, exchangeOutcome, type Outcome, remaining } from './outcome';
 import { answerFailure, decide, type Freshness, isRemembered, remember } from './plan';
 import type { CacheReport, CacheTier } from './report';
-import { cacheable, holdKey, memoryKey, requestText, type SecretRequest } from './request-key';
+import { type CacheableRequest, cacheable, holdKeyOf, memoryKey, requestText } from './request-key';
 import type * as Pepper from './pepper';
 import type * as Shared from './shared-tier';
 import type { SharedTier } from './shared-tier';
 
 /** One request's visit to the cache. */
 export interface CacheAsk extends Freshness {
-  readonly request: TokenRequest;
+  readonly request: TokenRequest | CredentialRequest;
   /** The token URL as the policy normalised it. */
   readonly tokenUrl: string;
   /** `performance.now()` by which the caller must have its answer: the same deadline as a direct IdP call. */
@@ -49,7 +50,7 @@ export class TokenCache {
   /** The request's token, or the ExchangeError it gets. Everything it does ends within its deadline. */
   async resolve(ask: CacheAsk): Promise<CacheAnswer> {
     const { request } = ask;
-    const held = holdKey(request.clientId, ask.tokenUrl);
+    const held = holdKeyOf(request, ask.tokenUrl);
     if (!cacheable(request)) return this.uncached(ask, held);
     const slot = this.memory.slot(memoryKey(request, ask.tokenUrl));
     const known = slot.kept;
@@ -73,7 +74,7 @@ export class TokenCache {
   }
 
   /** Fetch the key's token, as the one request on this instance whose outcome the others share. */
-  private start(slot: Slot, held: string, refresh: boolean, ask: CacheAsk, request: SecretRequest): Promise<Outcome> {
+  private start(slot: Slot, held: string, refresh: boolean, ask: CacheAsk, request: CacheableRequest): Promise<Outcome> {
     const kept = slot.kept;
     const fetching = this.shared
       ? this.shared.fetch({
@@ -128,7 +129,7 @@ export class TokenCache {
   }
 
   /**
-   * A request no cache may answer (`private_key_jwt`): it goes to the IdP every time, but a hold on its
+   * A request no cache may answer (a caller's `private_key_jwt`): it goes to the IdP every time, but a hold on its
    * client id and token URL applies to it, and a hold it gets applies to the others.
    */
   private async uncached(ask: CacheAsk, held: string): Promise<CacheAnswer> {

@@ -1,12 +1,15 @@
 import { once } from 'node:events';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { answerJson, readJson } from './aws-json-protocol';
 
 export interface LocalSecretsManager {
   /** `http://127.0.0.1:PORT`, for AWS_ENDPOINT_URL_SECRETS_MANAGER. */
   readonly endpoint: string;
   /** Replace a secret's value, as a rotation would. */
   set(name: string, value: string): void;
+  /** The secret ids of the GetSecretValue calls answered so far, in order. */
+  readonly reads: string[];
   close(): Promise<void>;
 }
 
@@ -17,16 +20,15 @@ export interface LocalSecretsManager {
  */
 export async function startLocalSecretsManager(secrets: Record<string, string>): Promise<LocalSecretsManager> {
   const values = new Map(Object.entries(secrets));
+  const reads: string[] = [];
   const server = createServer((request, response) => {
     void readJson(request).then((body) => {
-      const answer = (status: number, payload: object) => {
-        response.writeHead(status, { 'content-type': 'application/x-amz-json-1.1' });
-        response.end(JSON.stringify(payload));
-      };
+      const answer = (status: number, payload: object) => answerJson(response, status, payload);
       if (request.headers['x-amz-target'] !== 'secretsmanager.GetSecretValue') {
         return answer(400, { __type: 'UnknownOperationException', message: 'Only GetSecretValue is served here' });
       }
       const name = typeof body.SecretId === 'string' ? body.SecretId : '';
+      reads.push(name);
       const value = values.get(name);
       if (value === undefined)
         return answer(400, { __type: 'ResourceNotFoundException', message: 'Secrets Manager cannot find the specified secret.' });
@@ -45,21 +47,11 @@ export async function startLocalSecretsManager(secrets: Record<string, string>):
   return {
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     set: (name, value) => values.set(name, value),
+    reads,
     async close() {
       server.closeAllConnections();
       server.close();
       await once(server, 'close');
     },
   };
-}
-
-async function readJson(request: IncomingMessage): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  try {
-    const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
 }

@@ -31,8 +31,8 @@ export function kmsKeyRing(keyIds: readonly string[]): KeyRing {
   const keys = new SharedReads(async (keyId) => {
     const key = await client.send(new GetPublicKeyCommand({ KeyId: keyId }), { abortSignal: AbortSignal.timeout(SHARED_READ_LIMIT_MS) });
     const algorithm = ALGORITHMS[String(key.KeySpec)];
-    if (!algorithm || key.KeyUsage !== 'SIGN_VERIFY' || !key.PublicKey) throw sourceError('KeyNotForSigning');
-    return { algorithm, jwk: publicJwk(key.PublicKey, algorithm.alg) };
+    if (!algorithm || key.KeyUsage !== 'SIGN_VERIFY') throw sourceError('KeyNotForSigning');
+    return { algorithm, jwk: publicJwk(key.PublicKey as Uint8Array, algorithm.alg) };
   });
   for (const keyId of keyIds) keys.get(keyId).catch(() => undefined);
   return {
@@ -43,10 +43,10 @@ export function kmsKeyRing(keyIds: readonly string[]): KeyRing {
       // KMS is not waited for past the deadline, and is told so: the call is aborted then too.
       const sign = new SignCommand({ KeyId: keyId, Message: Buffer.from(input), MessageType: 'RAW', SigningAlgorithm: algorithm.kms });
       const abortSignal = AbortSignal.timeout(Math.max(1, Math.ceil(deadline - performance.now())));
-      const { Signature: der } = await withinDeadline(client.send(sign, { abortSignal }), deadline);
-      if (!der) throw sourceError('SignatureUnusable');
-      const signature = algorithm.alg === 'ES256' ? derToJose(der) : Buffer.from(der);
-      return `${input}.${signature.toString('base64url')}`;
+      const signing = client
+        .send(sign, { abortSignal })
+        .then(({ Signature: der }) => (algorithm.alg === 'ES256' ? derToJose(der as Uint8Array) : Buffer.from(der as Uint8Array)));
+      return `${input}.${(await withinDeadline(signing, deadline)).toString('base64url')}`;
     },
   };
 }

@@ -105,7 +105,7 @@ function readIdp(entry: Record<string, unknown>, allowlist: readonly AllowlistEn
   } catch (error) {
     // The policy names the caller's field; here the entry's is meant.
     const why = (error as ExchangeError).description.replace(/^(access_token_url|issuer) /, '');
-    throw new Error(`has a ${field} the token URL policy refuses: it ${why}`);
+    throw new Error(`has ${field === 'issuer' ? 'an issuer' : 'a tokenUrl'} the token URL policy refuses: it ${why}`);
   }
   if (field === 'issuer' && url.includes('?')) throw new Error('has an issuer with a query (RFC 8414 2 gives an issuer none)');
   return field === 'issuer' ? { issuer: url } : { tokenUrl: url };

@@ -1,4 +1,4 @@
-import { generateKeyPairSync, sign, verify } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, sign, verify } from 'node:crypto';
 import fc from 'fast-check';
 import { CredentialSourceError } from '../../lambda/credentials/aws-sources';
 import { derToJose, publicJwk } from '../../lambda/credentials/jose';
@@ -10,10 +10,7 @@ describe('publicJwk', () => {
     // Prepare: the RSA key of RFC 7638 3.1, whose thumbprint the RFC gives.
     const n =
       '0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw';
-    const der = // eslint-disable-next-line @typescript-eslint/no-require-imports -- node:crypto's KeyObject from a JWK
-      (require('node:crypto') as typeof import('node:crypto'))
-        .createPublicKey({ key: { kty: 'RSA', n, e: 'AQAB' }, format: 'jwk' })
-        .export({ format: 'der', type: 'spki' });
+    const der = createPublicKey({ key: { kty: 'RSA', n, e: 'AQAB' }, format: 'jwk' }).export({ format: 'der', type: 'spki' });
 
     // Act
     const jwk = publicJwk(der, 'RS256');

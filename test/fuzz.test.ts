@@ -7,6 +7,7 @@ import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import type { Observability } from '../lambda/observability';
 import { CONTRACT_ERROR_STATUS, CONTRACT_REQUEST_FIELDS } from './support/contract';
+import { capturingOutput } from './support/captured-output';
 import { tokenEvent } from './support/events';
 import { atPort, REFUSED, refusedEverywherePayloads } from './support/ssrf-payloads';
 import { DEMO_TOKEN, startTokenServer, type TokenServer } from './support/token-server';
@@ -71,23 +72,6 @@ function expectContractAnswer(response: APIGatewayProxyStructuredResultV2, statu
   }
   expect(String(response.body)).not.toContain(SECRET);
   return body;
-}
-
-/** Collects what is written to stdout and stderr while `run` runs, without passing it on. */
-async function capturingOutput<T>(run: () => Promise<T>): Promise<{ result: T; output: string }> {
-  const chunks: string[] = [];
-  const capture = (chunk: unknown): boolean => {
-    chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString('utf8'));
-    return true;
-  };
-  const stdout = jest.spyOn(process.stdout, 'write').mockImplementation(capture as typeof process.stdout.write);
-  const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(capture as typeof process.stderr.write);
-  try {
-    return { result: await run(), output: chunks.join('') };
-  } finally {
-    stdout.mockRestore();
-    stderr.mockRestore();
-  }
 }
 
 const anyJson = fc.jsonValue({ maxDepth: 3 });

@@ -24,7 +24,7 @@ export function callerPattern(text: string): CallerPattern {
   if (/:role\/.*\//.test(text)) {
     throw new Error(`has the caller "${text}", a role with a path: a role session names its role without the path, so leave it out`);
   }
-  const [first = '', ...rest] = text.split('*');
+  const [first, ...rest] = text.split('*') as [string, ...string[]];
   const last = rest.pop();
   return {
     text,

@@ -37,7 +37,7 @@ export function secretsManagerSecrets(secretIds: readonly string[]): SecretSourc
     current: (secretId, deadline) => withinDeadline(reads.get(secretId), deadline),
     async afterRejection(secretId, used, deadline) {
       // Another request refused with the same value may have started the new read already: share it.
-      const kept = await withinDeadline(reads.get(secretId), deadline).catch(() => used);
+      const kept = await withinDeadline(reads.get(secretId), deadline);
       return kept !== used ? kept : withinDeadline(reads.again(secretId), deadline);
     },
   };

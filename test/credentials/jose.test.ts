@@ -1,6 +1,6 @@
 import { createPublicKey, generateKeyPairSync, sign, verify } from 'node:crypto';
 import fc from 'fast-check';
-import { CredentialSourceError } from '../../lambda/credentials/aws-sources';
+import { awsErrorName, CredentialSourceError } from '../../lambda/credentials/aws-sources';
 import { derToJose, publicJwk } from '../../lambda/credentials/jose';
 
 const spki = (key: ReturnType<typeof generateKeyPairSync>['publicKey']) => key.export({ format: 'der', type: 'spki' });
@@ -77,7 +77,23 @@ describe('derToJose', () => {
       Buffer.concat([Buffer.of(0x30, 3 + 35, 0x02, 33, 0x01), Buffer.alloc(32, 1), Buffer.of(0x02, 1, 1)]),
     ],
     ['nothing at all', Buffer.alloc(0)],
+    ['a sequence that ends after its first integer', Buffer.of(0x30, 3, 0x02, 1, 1)],
   ])('refuses %s', (_case, der) => {
     expect(() => derToJose(der)).toThrow(new CredentialSourceError('SignatureUnusable'));
+  });
+});
+
+describe('awsErrorName', () => {
+  it.each<[string, unknown, string]>([
+    [
+      'an SDK exception',
+      Object.assign(new Error('User: arn:aws:sts::1:assumed-role/x is not authorized'), { name: 'AccessDeniedException' }),
+      'AccessDeniedException',
+    ],
+    ["one of the broker's own", new CredentialSourceError('SecretUnusable'), 'SecretUnusable'],
+    ['a name that could carry text', Object.assign(new Error(), { name: 'Access denied for arn:aws:iam::1:role/x' }), 'Error'],
+    ['nothing at all', undefined, 'Error'],
+  ])('names %s by its name alone, never its message', (_case, error, name) => {
+    expect(awsErrorName(error)).toBe(name);
   });
 });

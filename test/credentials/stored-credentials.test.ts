@@ -163,6 +163,25 @@ describe('a stored credential whose secret is in Secrets Manager', () => {
     expect(records.map((record) => record.outcome)).toEqual(['ok', 'ok', 'ok']);
   });
 
+  it('reads a rotated secret once for all the requests the IdP refused at the same time', async () => {
+    // Prepare
+    let accepted = SECRET;
+    server.answer(issuingIdp({ secret: () => accepted }));
+    const entry = secretEntry();
+    const { handle } = handlerFor([entry]);
+    expect((await handle(ask({ credential: 'orders' }))).statusCode).toBe(200);
+    accepted = `rotated-${randomBytes(8).toString('hex')}`;
+    sources.secrets.set(entry.secretId, accepted);
+
+    // Act
+    const answers = await Promise.all([1, 2, 3].map(() => handle(ask({ credential: 'orders' }))));
+
+    // Assess
+    expect(answers.map((answer) => answer.statusCode)).toEqual([200, 200, 200]);
+    expect(readsOf(entry.secretId)).toBe(2);
+    expect(server.received.filter((request) => basicCredentials(request)?.clientSecret === accepted)).toHaveLength(3);
+  });
+
   it('answers 401 when the IdP refuses a secret that has not changed, having read it once more', async () => {
     // Prepare
     server.answer(json(401, { error: 'invalid_client' }));

@@ -75,7 +75,11 @@ export async function withFleet<T>(bench: Bench, use: (fleet: Fleet) => Promise<
   const contents = ['handler', 'config', 'observability'].map((name) => `export * from './lambda/${name}';`).join('\n');
   await build({ ...options, stdin: { contents, resolveDir: ROOT, loader: 'ts' } });
   const [write, { dynamodb, secrets }] = [[process.stdout.write, process.stderr.write], await startServices()] as const;
-  const env = { ...localAwsEnvironment({ dynamoDb: dynamodb, secretsManager: secrets }), TOKEN_CACHE_TABLE: TABLE, TOKEN_CACHE_PEPPER_SECRET: PEPPER_SECRET };
+  const env = {
+    ...localAwsEnvironment({ dynamoDb: dynamodb, secretsManager: secrets }),
+    TOKEN_CACHE_TABLE: TABLE,
+    TOKEN_CACHE_PEPPER_SECRET: PEPPER_SECRET,
+  };
   const fleet = fleetOf(bench, await startTokenServer({ ...HEALTHY_IDP }), options.outfile, env);
   try {
     for (const name of ['AWS_PROFILE', 'AWS_SESSION_TOKEN', 'AWS_ENDPOINT_URL', 'LOG_LEVEL', 'NODE_DEBUG']) delete process.env[name];

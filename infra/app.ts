@@ -1,8 +1,10 @@
+import { readFileSync } from 'node:fs';
 import { App, Duration, Validations } from 'aws-cdk-lib';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { LogLevel, TokenCacheMode } from '../lambda/config';
 import { unknownContextKeyProblems } from './context-keys';
+import type { StoredCredentialProps } from './stored-credentials';
 import { type CallerAuthorization, TokenExchangeStack, type TokenExchangeStackProps } from './token-exchange-stack';
 
 /** How a context key is read (`-c key=value` gives strings, cdk.json may give JSON values). */
@@ -63,6 +65,22 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
     throw new Error(`Context key "${key}" must be off, memory or shared (on and true mean memory), got ${JSON.stringify(raw)}`);
   };
 
+  // A JSON file of stored credentials (docs/CREDENTIALS.md); the stack checks each entry.
+  const credentialsFile = (key: string): StoredCredentialProps[] | undefined => {
+    const path = text(key);
+    if (path === undefined) return undefined;
+    let entries: unknown;
+    try {
+      entries = JSON.parse(readFileSync(path, 'utf8'));
+    } catch (error) {
+      const why = (error as NodeJS.ErrnoException).code ?? 'it is not JSON';
+      throw new Error(`Context key "${key}": cannot read the credentials file ${path} (${why})`);
+    }
+    if (!Array.isArray(entries))
+      throw new Error(`Context key "${key}": the credentials file ${path} must hold a JSON array of credential entries`);
+    return entries as StoredCredentialProps[];
+  };
+
   const functionTimeoutSeconds = number('functionTimeoutSeconds');
   const alarmThresholds = withoutUndefined({
     functionErrors: number('alarmFunctionErrors'),
@@ -97,6 +115,7 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
     alarmEmail: text('alarmEmail'),
     alarmTopicArn: text('alarmTopicArn'),
     alarmThresholds: Object.keys(alarmThresholds).length > 0 ? alarmThresholds : undefined,
+    storedCredentials: credentialsFile('credentialsFile'),
   };
 }
 

@@ -1,7 +1,15 @@
 import * as path from 'node:path';
 import { Annotations, CfnOutput, Duration, Stack, type StackProps, Tags, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, PayloadFormatVersion } from 'aws-cdk-lib/aws-apigatewayv2';
+import {
+  CorsHttpMethod,
+  HttpApi,
+  HttpMethod,
+  type HttpRoute,
+  HttpStage,
+  LogGroupLogDestination,
+  PayloadFormatVersion,
+} from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -18,11 +26,12 @@ import {
   TOKEN_CACHE_MODES,
   type TokenCacheMode,
 } from '../lambda/config';
-import { TOKEN_PATHS } from '../lambda/request/routes';
+import { JWKS_PATH, TOKEN_PATHS } from '../lambda/request/routes';
 import { parseAllowlist } from '../lambda/policy/token-url-policy';
 import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
 import { ALARM_THRESHOLD_DEFAULTS, type AlarmThresholds } from './alarms';
 import { Monitoring, monitoringSettingProblems } from './monitoring';
+import { type StoredCredentialProps, storedCredentialProblems, StoredCredentials } from './stored-credentials';
 import { TokenCachePepper } from './token-cache-pepper';
 import { TokenCacheTable } from './token-cache-table';
 
@@ -159,6 +168,13 @@ export interface TokenExchangeStackProps extends StackProps {
    * @default - see AlarmThresholds
    */
   readonly alarmThresholds?: AlarmThresholds;
+  /**
+   * OAuth clients the service holds, which IAM callers get tokens of by name (`-c credentialsFile=PATH`,
+   * docs/CREDENTIALS.md). Needs `callerAuthorization: 'iam'`. A credential with `key: 'kms'` gets a KMS
+   * signing key, whose public key the unauthenticated `GET /.well-known/jwks.json` serves.
+   * @default - none
+   */
+  readonly storedCredentials?: readonly StoredCredentialProps[];
 }
 
 /** The values the stack uses for props left out. */
@@ -180,7 +196,8 @@ export const TOKEN_EXCHANGE_DEFAULTS = {
 } as const;
 
 /** The props that have no default value: left out, they are absent. */
-type OptionalSetting = 'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn' | 'alarmEmail' | 'alarmTopicArn' | 'alarmThresholds';
+type OptionalSetting =
+  'reservedConcurrency' | 'corsOrigins' | 'tokenCacheKmsKeyArn' | 'alarmEmail' | 'alarmTopicArn' | 'alarmThresholds' | 'storedCredentials';
 type Settings = Required<Omit<TokenExchangeStackProps, keyof StackProps | OptionalSetting>> &
   Pick<TokenExchangeStackProps, OptionalSetting>;
 
@@ -196,6 +213,8 @@ export class TokenExchangeStack extends Stack {
   public readonly tokenCacheTable?: TokenCacheTable;
   /** With `tokenCache: 'shared'`: the secret pepper mixed into the table's item keys. */
   public readonly tokenCachePepper?: TokenCachePepper;
+  /** With `storedCredentials`: their keys, their grants and the function's STORED_CREDENTIALS. */
+  public readonly storedCredentials?: StoredCredentials;
 
   constructor(scope: Construct, id: string, props: TokenExchangeStackProps = {}) {
     super(scope, id, props);
@@ -210,14 +229,20 @@ export class TokenExchangeStack extends Stack {
       this.tokenCacheTable = new TokenCacheTable(this, 'TokenCache', { kmsKeyArn: settings.tokenCacheKmsKeyArn });
       this.tokenCachePepper = new TokenCachePepper(this, 'TokenCachePepper', { removalPolicy: this.tokenCacheTable.removalPolicy });
     }
-    const environment = functionEnvironment(
-      settings,
-      this.tokenCacheTable &&
-        this.tokenCachePepper && {
-          tableName: this.tokenCacheTable.table.tableName,
-          pepperSecretArn: this.tokenCachePepper.secret.secretArn,
-        },
-    );
+    if (settings.storedCredentials?.length) {
+      this.storedCredentials = new StoredCredentials(this, 'StoredCredentials', { credentials: settings.storedCredentials });
+    }
+    const environment = {
+      ...functionEnvironment(
+        settings,
+        this.tokenCacheTable &&
+          this.tokenCachePepper && {
+            tableName: this.tokenCacheTable.table.tableName,
+            pepperSecretArn: this.tokenCachePepper.secret.secretArn,
+          },
+      ),
+      ...(this.storedCredentials ? { STORED_CREDENTIALS: this.storedCredentials.variable } : {}),
+    };
     assertFunctionWouldStart(environment);
 
     const functionLogs = new LogGroup(this, 'FunctionLogs', { retention: settings.logRetention });
@@ -225,9 +250,12 @@ export class TokenExchangeStack extends Stack {
     // account): the function may only write to its own log group.
     const role = new Role(this, 'FunctionRole', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: this.tokenCacheTable
-        ? 'Token exchange function: writes its own logs, reads and writes items of its token cache table, reads the cache pepper'
-        : 'Token exchange function: writes its own logs, nothing else',
+      description: [
+        'Token exchange function: writes its own logs',
+        this.tokenCacheTable ? ', reads and writes items of its token cache table, reads the cache pepper' : '',
+        this.storedCredentials ? ", uses its stored credentials' keys and secrets" : '',
+        this.tokenCacheTable || this.storedCredentials ? '' : ', nothing else',
+      ].join(''),
       inlinePolicies: {
         WriteOwnLogs: new PolicyDocument({
           statements: [
@@ -239,6 +267,9 @@ export class TokenExchangeStack extends Stack {
           : {}),
         ...(this.tokenCachePepper
           ? { ReadTokenCachePepper: new PolicyDocument({ statements: this.tokenCachePepper.accessStatements() }) }
+          : {}),
+        ...(this.storedCredentials
+          ? { UseStoredCredentials: new PolicyDocument({ statements: this.storedCredentials.accessStatements() }) }
           : {}),
       },
     });
@@ -287,6 +318,10 @@ export class TokenExchangeStack extends Stack {
     // before the function runs; an unsigned or unpermitted request gets its 403 and costs nothing.
     const authorizer = settings.callerAuthorization === 'iam' ? new HttpIamAuthorizer() : undefined;
     for (const routePath of TOKEN_PATHS) api.addRoutes({ path: routePath, methods: [HttpMethod.POST], integration, authorizer });
+    if (this.storedCredentials?.publishesKeys) {
+      const [jwksRoute] = api.addRoutes({ path: JWKS_PATH, methods: [HttpMethod.GET], integration });
+      this.storedCredentials.acknowledgePublicJwksRoute(jwksRoute as HttpRoute);
+    }
 
     if (settings.monitoring) {
       const monitoring = new Monitoring(this, 'Monitoring', {
@@ -301,6 +336,7 @@ export class TokenExchangeStack extends Stack {
         alarmEmail: settings.alarmEmail,
         alarmTopicArn: settings.alarmTopicArn,
       });
+      this.storedCredentials?.addToDashboard(monitoring.dashboard, settings.metricsNamespace);
       new CfnOutput(this, 'DashboardUrl', {
         value: `https://console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards/dashboard/${monitoring.dashboard.dashboardName}`,
         description: "The service's CloudWatch dashboard",
@@ -311,6 +347,12 @@ export class TokenExchangeStack extends Stack {
     new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'Base URL of the HTTP API' });
     new CfnOutput(this, 'TokenEndpointV1', { value: `${stage.url}v1/oauth/token`, description: 'POST client credentials here' });
     new CfnOutput(this, 'TokenEndpoint', { value: `${stage.url}oauth/token`, description: 'Same operation, unversioned path' });
+    if (this.storedCredentials?.publishesKeys) {
+      new CfnOutput(this, 'JwksUrl', {
+        value: `${stage.url}${JWKS_PATH.slice(1)}`,
+        description: 'Register keyless clients at the IdP by this JWKS URL',
+      });
+    }
     if (authorizer) {
       new CfnOutput(this, 'InvokeResources', {
         value: TOKEN_PATHS.map((routePath) => api.arnForExecuteApi('POST', routePath, stage.stageName)).join(','),
@@ -513,6 +555,7 @@ function validateSettings(settings: Settings, templateIsDeployable: boolean): Se
     );
   }
   problems.push(...monitoringSettingProblems(settings));
+  problems.push(...storedCredentialProblems(settings.storedCredentials ?? [], settings.callerAuthorization));
   problems.push(...allowlistProblems(settings.allowedTokenUrls));
   if (settings.corsOrigins !== undefined) problems.push(...corsProblems(settings.corsOrigins));
 

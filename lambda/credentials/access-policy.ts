@@ -41,17 +41,15 @@ export function authorize(
   if (scopes && asked?.some((token) => !scopes.includes(token))) throw credentialNotAllowed();
   if (audience !== undefined && ask.audience !== undefined && ask.audience !== audience) throw credentialNotAllowed();
   if (resource !== undefined && ask.resource?.some((item) => item !== resource)) throw credentialNotAllowed();
-  const scope = ask.scope ?? scopes?.join(' ');
-  const audienceSent = ask.audience ?? audience;
-  const resourceSent = ask.resource ?? (resource === undefined ? undefined : [resource]);
   return {
     credential: credential.name,
     clientId: credential.clientId,
     ...('issuer' in credential.idp ? { issuer: credential.idp.issuer } : { accessTokenUrl: credential.idp.tokenUrl }),
     grantType: 'client_credentials',
-    ...(scope === undefined ? {} : { scope }),
-    ...(audienceSent === undefined ? {} : { audience: audienceSent }),
-    ...(resourceSent === undefined ? {} : { resource: resourceSent }),
+    // What the caller left out, undefined where the credential sets nothing either: never sent.
+    scope: ask.scope ?? scopes?.join(' '),
+    audience: ask.audience ?? audience,
+    resource: ask.resource ?? (resource === undefined ? undefined : [resource]),
     authMethod: credential.authentication.method,
   };
 }

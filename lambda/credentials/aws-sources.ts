@@ -14,8 +14,11 @@ export class CredentialSourceError extends Error {
 
 export const sourceError = (name: string): CredentialSourceError => new CredentialSourceError(name);
 
-/** How long one shared read (a secret, a public key) may take: no request's own deadline cuts it short for the others waiting. */
-export const SHARED_READ_LIMIT_MS = 2000;
+/**
+ * How long one AWS call may take. A shared read (a secret, a public key) is not cut short by one
+ * request's deadline, for the others waiting; a request waits for none past its own deadline.
+ */
+export const CALL_LIMIT_MS = 2000;
 
 /** The name an AWS SDK error gives itself, or `Error`: never a message, which could hold an ARN. */
 export function awsErrorName(error: unknown): string {
@@ -55,9 +58,7 @@ export class SharedReads<T> {
   again(key: string): Promise<T> {
     const reading = this.read(key);
     this.reads.set(key, reading);
-    reading.catch(() => {
-      if (this.reads.get(key) === reading) this.reads.delete(key);
-    });
+    reading.catch(() => this.reads.delete(key));
     return reading;
   }
 }

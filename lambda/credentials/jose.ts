@@ -41,7 +41,7 @@ function readInteger(der: Uint8Array, at: number, octets: number): { value: Buff
   if (der[at] !== 0x02 || length === 0 || next > der.length) throw sourceError('SignatureUnusable');
   // DER adds a zero octet before a high bit: drop it (and any other leading zero), then pad to size.
   let value = der.subarray(at + 2, next);
-  while (value.length > 1 && value[0] === 0) value = value.subarray(1);
+  while (value[0] === 0) value = value.subarray(1);
   if (value.length > octets) throw sourceError('SignatureUnusable');
   return { value: Buffer.concat([Buffer.alloc(octets - value.length), value]), next };
 }

@@ -101,10 +101,10 @@ function readIdp(entry: Record<string, unknown>, allowlist: readonly AllowlistEn
   const field = tokenUrl === undefined ? 'issuer' : 'tokenUrl';
   if (typeof url !== 'string') throw new Error(`must have ${field} as a string`);
   try {
-    checkTokenUrl(url, allowlist, field === 'issuer' ? 'issuer' : 'access_token_url');
+    checkTokenUrl(url, allowlist);
   } catch (error) {
     // The policy names the caller's field; here the entry's is meant.
-    const why = (error as ExchangeError).description.replace(/^(access_token_url|issuer) /, '');
+    const why = (error as ExchangeError).description.replace(/^access_token_url /, '');
     throw new Error(`has ${field === 'issuer' ? 'an issuer' : 'a tokenUrl'} the token URL policy refuses: it ${why}`);
   }
   if (field === 'issuer' && url.includes('?')) throw new Error('has an issuer with a query (RFC 8414 2 gives an issuer none)');

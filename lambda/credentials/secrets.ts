@@ -1,8 +1,10 @@
 import type * as SecretsManager from '@aws-sdk/client-secrets-manager';
-import { SHARED_READ_LIMIT_MS, SharedReads, sourceError, withinDeadline } from './aws-sources';
+import { CALL_LIMIT_MS, SharedReads, sourceError, withinDeadline } from './aws-sources';
 
 /** The client secrets of stored credentials, by Secrets Manager secret id. */
 export interface SecretSource {
+  /** Start reading a secret now, as the function initialises, so that the first request rarely waits. */
+  prefetch(secretId: string): void;
   /** The secret's value: read once per instance, then kept. */
   current(secretId: string, deadline: number): Promise<string>;
   /**
@@ -17,23 +19,23 @@ const USABLE_SECRET = /^[\x20-\x7E]{1,1024}$/;
 
 /**
  * Secrets Manager through the AWS SDK, configured the standard way (AWS_ENDPOINT_URL_SECRETS_MANAGER
- * points it at a local stand-in). The SDK module loads only when a stored credential has a secret.
- * Every secret starts loading as the function initialises, so the first request rarely waits.
+ * points it at a local stand-in). Called only when a stored credential has a secret: the SDK module
+ * loads with it.
  */
-export function secretsManagerSecrets(secretIds: readonly string[]): SecretSource {
+export function secretsManagerSecrets(): SecretSource {
   /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only when a credential has a secret */
   const { GetSecretValueCommand, SecretsManagerClient } = require('@aws-sdk/client-secrets-manager') as typeof SecretsManager;
   const client = new SecretsManagerClient({ maxAttempts: 2 });
   const reads = new SharedReads(async (secretId) => {
     const { SecretString: value } = await client.send(new GetSecretValueCommand({ SecretId: secretId }), {
-      abortSignal: AbortSignal.timeout(SHARED_READ_LIMIT_MS),
+      abortSignal: AbortSignal.timeout(CALL_LIMIT_MS),
     });
     // The SecretString is the client secret itself, as the IdP issued it: not a JSON document, no line break.
-    if (value === undefined || !USABLE_SECRET.test(value)) throw sourceError('SecretUnusable');
-    return value;
+    if (!USABLE_SECRET.test(value ?? '')) throw sourceError('SecretUnusable');
+    return value as string;
   });
-  for (const secretId of secretIds) reads.get(secretId).catch(() => undefined);
   return {
+    prefetch: (secretId) => void reads.get(secretId).catch(() => undefined),
     current: (secretId, deadline) => withinDeadline(reads.get(secretId), deadline),
     async afterRejection(secretId, used, deadline) {
       // Another request refused with the same value may have started the new read already: share it.

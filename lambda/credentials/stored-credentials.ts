@@ -1,4 +1,5 @@
-import { ExchangeError, upstreamFailure } from '../errors';
+import { remaining } from '../cache/outcome';
+import { type ExchangeError, upstreamFailure } from '../errors';
 import type { TokenTarget } from '../policy/token-url-policy';
 import { clientAssertionClaims } from '../request/client-assertion';
 import type { ClientAuthentication, CredentialAsk } from '../request/token-request';
@@ -30,25 +31,20 @@ type StoredClientAuth = (send: Send, tokenUrl: string, deadline: number) => Prom
 /**
  * The stored credentials of one function instance (STORED_CREDENTIALS): who may use which, and how
  * the broker authenticates each client. The AWS SDK clients load only for the kinds configured: a
- * secret loads Secrets Manager's, a key KMS's; with neither, nothing does.
+ * secret loads Secrets Manager's, a key KMS's; with neither, nothing does. Each secret and public key
+ * starts loading as the function initialises.
  */
 export class StoredCredentials {
   private readonly byName: ReadonlyMap<string, { readonly credential: StoredCredential; readonly auth: StoredClientAuth }>;
-  private readonly keyIds: readonly string[];
-  private readonly keys?: KeyRing;
+  private readonly keyIds: string[] = [];
+  private keys?: KeyRing;
 
   constructor(credentials: readonly StoredCredential[], clock: () => number) {
-    const stored = credentials.map((credential) => credential.authentication);
-    const secretIds = unique(stored.flatMap((auth) => (auth.method === 'private_key_jwt' ? [] : [auth.secretId])));
-    this.keyIds = unique(stored.flatMap((auth) => (auth.method === 'private_key_jwt' ? [auth.keyId] : [])));
-    const secrets = secretIds.length > 0 ? secretsManagerSecrets(secretIds) : undefined;
-    const keys = this.keyIds.length > 0 ? kmsKeyRing(this.keyIds) : undefined;
-    this.keys = keys;
-    const strategy = (credential: StoredCredential): StoredClientAuth => {
-      const auth = credential.authentication;
-      return auth.method === 'private_key_jwt'
-        ? keyAuth(keys as KeyRing, auth.keyId, credential.clientId, clock)
-        : secretAuth(secrets as SecretSource, auth);
+    let secrets: SecretSource | undefined;
+    const strategy = ({ authentication: auth, clientId }: StoredCredential): StoredClientAuth => {
+      if (auth.method !== 'private_key_jwt') return secretAuth((secrets ??= secretsManagerSecrets()), auth);
+      this.keyIds.push(auth.keyId);
+      return keyAuth((this.keys ??= kmsKeyRing()), auth.keyId, clientId, clock);
     };
     this.byName = new Map(credentials.map((credential) => [credential.name, { credential, auth: strategy(credential) }]));
   }
@@ -68,7 +64,7 @@ export class StoredCredentials {
 
   /**
    * The exchange of an authorised request, with the client authentication the broker holds. A
-   * Secrets Manager or KMS failure is a 502 (a 504 once the deadline passed), its name in the report.
+   * Secrets Manager or KMS failure is a 502 (a 504 when the deadline ended it), its name in the report.
    */
   async exchange(
     request: CredentialRequest,
@@ -79,17 +75,15 @@ export class StoredCredentials {
   ): Promise<IdpToken> {
     const deadline = performance.now() + timeoutMs;
     const { auth } = this.byName.get(request.credential) as { auth: StoredClientAuth };
-    const send: Send = (authentication) => exchangeToken({ ...request, ...authentication }, target, left(deadline), upstream);
-    return sourced(() => auth(send, target.url.href, deadline), deadline, report);
+    const send: Send = (authentication) =>
+      exchangeToken({ ...request, ...authentication }, target, Math.max(1, remaining(deadline)), upstream);
+    return sourced(() => auth(send, target.url.href, deadline), report);
   }
 
   /** The JWK Set of every key a credential signs with (RFC 7517 5), each once. */
   async jwks(deadline: number, report: CredentialReport): Promise<{ keys: PublicJwk[] }> {
-    const keys = await sourced(
-      () => Promise.all(this.keyIds.map((keyId) => (this.keys as KeyRing).publicKey(keyId, deadline))),
-      deadline,
-      report,
-    );
+    const keys = await sourced(() => Promise.all(this.keyIds.map((keyId) => (this.keys as KeyRing).publicKey(keyId, deadline))), report);
+    // Two credentials may share a key, by one name or two (its alias, its ARN): one JWK for each key.
     return { keys: keys.filter((key, index) => keys.findIndex((other) => other.kid === key.kid) === index) };
   }
 }
@@ -100,47 +94,37 @@ export class StoredCredentials {
  * the caller nothing.
  */
 function secretAuth(secrets: SecretSource, auth: Exclude<StoredAuthentication, { method: 'private_key_jwt' }>): StoredClientAuth {
-  const withSecret = (clientSecret: string): ClientAuthentication =>
-    auth.method === 'client_secret_basic'
-      ? { authMethod: auth.method, clientSecret, basicCredentialsEncoding: 'form' }
-      : { authMethod: auth.method, clientSecret };
+  secrets.prefetch(auth.secretId);
   return async (send, _tokenUrl, deadline) => {
     const used = await secrets.current(auth.secretId, deadline);
     try {
-      return await send(withSecret(used));
+      return await send({ authMethod: auth.method, clientSecret: used });
     } catch (error) {
-      if (!(error instanceof ExchangeError) || error.code !== 'unauthorized') throw error;
+      // An exchange fails with an ExchangeError only; only the client's rejection says the secret may have moved.
+      if ((error as ExchangeError).code !== 'unauthorized') throw error;
       const fresh = await secrets.afterRejection(auth.secretId, used, deadline);
       if (fresh === used) throw error;
-      return await send(withSecret(fresh));
+      return await send({ authMethod: auth.method, clientSecret: fresh });
     }
   };
 }
 
 /** `private_key_jwt` (RFC 7523 2.2) with a fresh assertion signed in KMS for each exchange, never resent. */
 function keyAuth(keys: KeyRing, keyId: string, clientId: string, clock: () => number): StoredClientAuth {
+  keys.prefetch(keyId);
   return async (send, tokenUrl, deadline) => {
     const clientAssertion = await keys.signJwt(keyId, clientAssertionClaims(clientId, tokenUrl, clock()), deadline);
     return send({ authMethod: 'private_key_jwt', clientAssertion });
   };
 }
 
-/** Run `work`, turning a Secrets Manager or KMS failure into the caller's 502 or 504 and naming it in the report. */
-async function sourced<T>(work: () => Promise<T>, deadline: number, report: CredentialReport): Promise<T> {
+/** Run `work`, turning a Secrets Manager or KMS failure into the caller's 502 (504 when the deadline ended it), named in the report. */
+async function sourced<T>(work: () => Promise<T>, report: CredentialReport): Promise<T> {
   try {
     return await work();
   } catch (error) {
     if (!(error instanceof CredentialSourceError)) throw error;
     report.failure = error.errorName;
-    throw upstreamFailure(error.timedOut || performance.now() >= deadline ? 'upstream_timeout' : 'upstream_error');
+    throw upstreamFailure(error.timedOut ? 'upstream_timeout' : 'upstream_error');
   }
-}
-
-/** What is left of a `performance.now()` deadline, in whole milliseconds, at least 1 (the exchange's own timer then ends it). */
-function left(deadline: number): number {
-  return Math.max(1, Math.floor(deadline - performance.now()));
-}
-
-function unique(values: readonly string[]): string[] {
-  return [...new Set(values)];
 }

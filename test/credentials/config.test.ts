@@ -210,6 +210,38 @@ describe('STORED_CREDENTIALS', () => {
     expect(() => load([value])).toThrow(message);
   });
 
+  it('accepts each field at its longest, and a name of 64 characters', () => {
+    // Act
+    const [credential] = load([
+      entry({
+        name: `o${'r'.repeat(63)}`,
+        clientId: 'c'.repeat(256),
+        audience: 'a'.repeat(2048),
+        secretId: 's'.repeat(2048),
+        callers: [`arn:${'a'.repeat(2044)}`],
+      }),
+    ]).storedCredentials;
+
+    // Assess
+    expect(credential?.name).toHaveLength(64);
+    expect(credential?.callers[0]?.matches(`arn:${'a'.repeat(2044)}`)).toBe(true);
+  });
+
+  it.each<[string, unknown, string]>([
+    ['a name of 65 characters', entry({ name: `o${'r'.repeat(64)}` }), 'must have name of 1 to 64 letters'],
+    ['an empty client id', entry({ clientId: '' }), 'must have clientId of printable ASCII'],
+    ['an empty secret id', entry({ secretId: '' }), 'must have secretId as a Secrets Manager secret ARN or name'],
+    ['a secret id of 2049 characters', entry({ secretId: 's'.repeat(2049) }), 'must have secretId as a Secrets Manager secret ARN or name'],
+    ['a scope that is a number', entry({ scopes: [1] }), 'must have scopes as a non-empty array of scope tokens'],
+    [
+      'a caller pattern of 2049 characters',
+      entry({ callers: [`arn:${'a'.repeat(2045)}`] }),
+      'must have callers as IAM principal ARN patterns',
+    ],
+  ])('fails the start for an entry with %s, one past a bound', (_case, value, message) => {
+    expect(() => load([value])).toThrow(message);
+  });
+
   it('fails the start for two entries of one name', () => {
     expect(() => load([ENTRY, entry({ clientId: 'other' })])).toThrow(refusal('"orders-api"', 'has a name another entry has'));
   });

@@ -93,6 +93,8 @@ describe('awsErrorName', () => {
     ["one of the broker's own", new CredentialSourceError('SecretUnusable'), 'SecretUnusable'],
     ['a name that could carry text', Object.assign(new Error(), { name: 'Access denied for arn:aws:iam::1:role/x' }), 'Error'],
     ['nothing at all', undefined, 'Error'],
+    ['a name of 64 characters', Object.assign(new Error(), { name: 'E'.repeat(64) }), 'E'.repeat(64)],
+    ['a name of 65 characters', Object.assign(new Error(), { name: 'E'.repeat(65) }), 'Error'],
   ])('names %s by its name alone, never its message', (_case, error, name) => {
     expect(awsErrorName(error)).toBe(name);
   });

@@ -8,7 +8,7 @@ import { decodeJws } from '../support/caller-assertions';
 import { capturingOutput } from '../support/captured-output';
 import { CREDENTIAL_NOT_ALLOWED_DESCRIPTION } from '../support/contract';
 import { CALLER, CALLER_ROLE, type CredentialSources, startCredentialSources, storedCredentials } from '../support/credential-sources';
-import { bodyOf, recordingObservability, tokenEvent } from '../support/events';
+import { bodyOf, formEvent, recordingObservability, tokenEvent } from '../support/events';
 import { basicCredentials, issuingIdp } from '../support/fleet';
 import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from '../support/token-server';
 
@@ -489,6 +489,18 @@ describe('the access policy of a stored credential', () => {
     expect(result.statusCode).toBe(400);
     expect(String(bodyOf(result).description)).toContain(description);
     expect(server.received).toEqual([]);
+  });
+
+  it('takes a form body on the unversioned route, scope included', async () => {
+    // Prepare
+    const { handle } = handlerFor([secretEntry()]);
+
+    // Act
+    const result = await handle(formEvent({ credential: 'orders', scope: 'read' }, { path: '/oauth/token', iamCaller: CALLER }));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(server.received[0]?.form.get('scope')).toBe('read');
   });
 
   it('accepts grant_type client_credentials sent as it is meant', async () => {

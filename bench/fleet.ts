@@ -15,7 +15,7 @@ import { localAwsEnvironment } from '../local/dynamodb-local';
 import { type Bench, BENCH_TOKEN, tokenEvent } from './report';
 
 const ROOT = join(__dirname, '..');
-export const [TABLE, PEPPER_SECRET] = ['fleet-bench', 'fleet-bench-pepper'];
+export const [TABLE, PEPPER_SECRET, STORED_KEY] = ['fleet-bench', 'fleet-bench-pepper', 'alias/bench-stored-credential'];
 // A real IdP takes tens to hundreds of milliseconds: the window in which a burst of misses piles up.
 const HEALTHY_IDP: TokenScript = { delayMs: 50, expiresIn: 3600, failing: false };
 export type Instance = Handler.TokenHandler;
@@ -24,7 +24,7 @@ export type Answer = { at: number; ms: number; status: number; cache: string };
 
 /** What a scenario drives; `state.shift`: how far the instances' clock runs ahead of the real one, to age the kept tokens. */
 export type Fleet = ReturnType<typeof fleetOf>;
-function fleetOf(bench: Bench, idp: TokenServer, code: string, env: Record<string, string>) {
+function fleetOf(bench: Bench, idp: Awaited<ReturnType<typeof startTokenServer>>, code: string, env: Record<string, string>) {
   const state = { records: [] as Observability.RequestRecord[], shift: 0 };
   const reset = (script: Partial<TokenScript> = {}): void => {
     Object.assign(idp.script, HEALTHY_IDP, script);
@@ -75,8 +75,8 @@ export async function withFleet<T>(bench: Bench, use: (fleet: Fleet) => Promise<
   const contents = ['handler', 'config', 'observability'].map((name) => `export * from './lambda/${name}';`).join('\n');
   await build({ ...options, stdin: { contents, resolveDir: ROOT, loader: 'ts' } });
   await build(awsSdkBuildOptions(join(bench.dir, 'fleet', AWS_SDK_FILE)));
-  const [write, { dynamodb, secrets }] = [[process.stdout.write, process.stderr.write], await startServices()] as const;
-  const env = { ...localAwsEnvironment(dynamodb, secrets), TOKEN_CACHE_TABLE: TABLE, TOKEN_CACHE_PEPPER_SECRET: PEPPER_SECRET };
+  const [write, services] = [[process.stdout.write, process.stderr.write], await startServices()] as const;
+  const env = { ...localAwsEnvironment(services), TOKEN_CACHE_TABLE: TABLE, TOKEN_CACHE_PEPPER_SECRET: PEPPER_SECRET };
   const fleet = fleetOf(bench, await startTokenServer({ ...HEALTHY_IDP }), options.outfile, env);
   try {
     for (const name of ['AWS_PROFILE', 'AWS_SESSION_TOKEN', 'AWS_ENDPOINT_URL', 'LOG_LEVEL', 'NODE_DEBUG']) delete process.env[name];
@@ -88,22 +88,21 @@ export async function withFleet<T>(bench: Bench, use: (fleet: Fleet) => Promise<
     [process.stdout.write, process.stderr.write] = write;
   }
 }
-/** dynalite with the table and the Secrets Manager stand-in with a new pepper (local/), in a child process that ends with this. */
-async function startServices(): Promise<{ dynamodb: string; secrets: string }> {
+/** dynalite with the table, Secrets Manager with a new pepper, KMS with a stored credential's key (local/), in a child process. */
+async function startServices(): Promise<{ dynamoDb: string; secretsManager: string; kms: string }> {
   const pepper = `{ '${PEPPER_SECRET}': require('crypto').randomBytes(32).toString('hex') }`;
   const script = `Promise.all([require('./local/dynamodb-local').startLocalDynamoDb({ tableName: '${TABLE}' }),
-    require('./local/secrets-manager-local').startLocalSecretsManager(${pepper})])
-    .then(([table, secrets]) => console.log(JSON.stringify({ dynamodb: table.endpoint, secrets: secrets.endpoint })));
+    require('./local/secrets-manager-local').startLocalSecretsManager(${pepper}), require('./local/kms-local').startLocalKms()])
+    .then(([table, secrets, kms]) => kms.createKey('RSA_2048', '${STORED_KEY}') && console.log(JSON.stringify({
+      dynamoDb: table.endpoint, secretsManager: secrets.endpoint, kms: kms.endpoint })));
     process.stdin.on('end', () => process.exit(0)).resume();`;
   const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
   const failed = once(child, 'exit').then(() => Promise.reject(new Error('the fleet services did not start')));
   const [line] = await Promise.race([once(child.stdout, 'data') as Promise<[Buffer]>, failed]);
-  return JSON.parse(line.toString('utf8')) as { dynamodb: string; secrets: string };
+  return JSON.parse(line.toString('utf8')) as { dynamoDb: string; secretsManager: string; kms: string };
 }
 /** What the token server answers, read at each request: after `delayMs`, a token of `expiresIn` seconds, or a 500 while `failing`. */
 export type TokenScript = { delayMs: number; expiresIn: number; failing: boolean };
-export type TokenServer = Awaited<ReturnType<typeof startTokenServer>>;
-
 // The IdP, also the workers' (HTTPS with `tls`): in this process, so no measured one pays for it. Requests count by client id.
 export async function startTokenServer(script: TokenScript, tls?: { cert: Buffer; key: Buffer }) {
   const [requests, headers] = [new Map<string, number[]>(), { 'content-type': 'application/json', 'cache-control': 'no-store' }];

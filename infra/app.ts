@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { App, Duration, Validations } from 'aws-cdk-lib';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { AwsSolutionsChecks } from 'cdk-nag';
@@ -5,6 +6,7 @@ import type { LogLevel, TokenCacheMode } from '../lambda/config';
 import { unknownContextKeyProblems } from './context-keys';
 import { InvalidSettingsError, type SettingName } from './setting-problems';
 import { type CallerAuthorization, TokenExchangeStack, type TokenExchangeStackProps, type TracingMode } from './token-exchange-stack';
+import type { StoredCredentialProps } from './stored-credentials';
 
 /** How a context key is read (`-c key=value` gives strings, cdk.json may give JSON values). */
 type ContextReader = (key: string) => unknown;
@@ -89,6 +91,22 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
     throw new Error(`Context key "${key}" must be off, memory or shared (on and true mean memory), got ${JSON.stringify(raw)}`);
   };
 
+  // A JSON file of stored credentials (docs/CREDENTIALS.md); the stack checks each entry.
+  const credentialsFile = (key: string): StoredCredentialProps[] | undefined => {
+    const path = text(key);
+    if (path === undefined) return undefined;
+    let entries: unknown;
+    try {
+      entries = JSON.parse(readFileSync(path, 'utf8'));
+    } catch (error) {
+      const why = (error as NodeJS.ErrnoException).code ?? 'it is not JSON';
+      throw new Error(`Context key "${key}": cannot read the credentials file ${path} (${why})`);
+    }
+    if (!Array.isArray(entries))
+      throw new Error(`Context key "${key}": the credentials file ${path} must hold a JSON array of credential entries`);
+    return entries as StoredCredentialProps[];
+  };
+
   const functionTimeoutSeconds = number('functionTimeoutSeconds');
   const alarmThresholds = withoutUndefined({
     functionErrors: number('alarmFunctionErrors'),
@@ -133,6 +151,7 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
     disableExecuteApiEndpoint: onOff('disableExecuteApiEndpoint'),
     tracing: text('tracing')?.toLowerCase() as TracingMode | undefined,
     tags: tagMap('tags'),
+    storedCredentials: credentialsFile('credentialsFile'),
   };
 }
 
@@ -140,6 +159,7 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
 const CONTEXT_KEY_OF_PROP: Readonly<Record<string, string>> = {
   logRetention: 'logRetentionDays',
   functionTimeout: 'functionTimeoutSeconds',
+  storedCredentials: 'credentialsFile',
 };
 
 /** A prop as the user of `cdk synth -c KEY=...` names it: `alarmThresholds.functionErrors` is `alarmFunctionErrors`. */

@@ -42,8 +42,14 @@ export function lambdaBuildOptions(outfile: string) {
     entryPoints: [LAMBDA_ENTRY],
     outfile,
     sourcemap: true,
-    // The SDK clients come from the file beside the bundle, loaded only by the shared cache tier.
-    alias: { debug: SILENT_DEBUG, zlib: DEFERRED_ZLIB, '@aws-sdk/client-dynamodb': sdk, '@aws-sdk/client-secrets-manager': sdk },
+    // The SDK clients come from the file beside the bundle, loaded only by the shared tier and stored credentials.
+    alias: {
+      debug: SILENT_DEBUG,
+      zlib: DEFERRED_ZLIB,
+      '@aws-sdk/client-dynamodb': sdk,
+      '@aws-sdk/client-kms': sdk,
+      '@aws-sdk/client-secrets-manager': sdk,
+    },
     external: [sdk],
   };
 }

@@ -1,7 +1,15 @@
 import * as path from 'node:path';
 import { Annotations, CfnOutput, Duration, Stack, type StackProps, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, PayloadFormatVersion } from 'aws-cdk-lib/aws-apigatewayv2';
+import {
+  CorsHttpMethod,
+  HttpApi,
+  HttpMethod,
+  type HttpRoute,
+  HttpStage,
+  LogGroupLogDestination,
+  PayloadFormatVersion,
+} from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -18,7 +26,7 @@ import {
   TOKEN_CACHE_MODES,
   type TokenCacheMode,
 } from '../lambda/config';
-import { TOKEN_PATHS } from '../lambda/request/routes';
+import { JWKS_PATH, TOKEN_PATHS } from '../lambda/request/routes';
 import { type AllowlistEntry, parseAllowlist } from '../lambda/policy/token-url-policy';
 import { awsSdkBuildCommand, LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
 import { ALARM_THRESHOLD_DEFAULTS, type AlarmThresholds } from './alarms';
@@ -28,6 +36,7 @@ import { egressPorts, FunctionNetwork, namesPrivateAddress, networkSettingProble
 import { Monitoring, monitoringSettingProblems } from './monitoring';
 import { tagProblems, tagResources } from './resource-tags';
 import { InvalidSettingsError, type SettingProblem } from './setting-problems';
+import { type StoredCredentialProps, storedCredentialProblems, StoredCredentials } from './stored-credentials';
 import { TokenCachePepper } from './token-cache-pepper';
 import { TokenCacheTable } from './token-cache-table';
 
@@ -218,6 +227,13 @@ export interface TokenExchangeStackProps extends StackProps {
    * @default - see AlarmThresholds
    */
   readonly alarmThresholds?: AlarmThresholds;
+  /**
+   * OAuth clients the service holds, which IAM callers get tokens of by name (`-c credentialsFile=PATH`,
+   * docs/CREDENTIALS.md). Needs `callerAuthorization: 'iam'`. A credential with `key: 'kms'` gets a KMS
+   * signing key, whose public key the unauthenticated `GET /.well-known/jwks.json` serves.
+   * @default - none
+   */
+  readonly storedCredentials?: readonly StoredCredentialProps[];
 }
 
 /** The values the stack uses for props left out. */
@@ -254,7 +270,8 @@ type OptionalSetting =
   | 'vpcSecurityGroupIds'
   | 'domainName'
   | 'certificateArn'
-  | 'hostedZoneId';
+  | 'hostedZoneId'
+  | 'storedCredentials';
 type Settings = Required<Omit<TokenExchangeStackProps, keyof StackProps | OptionalSetting>> &
   Pick<TokenExchangeStackProps, OptionalSetting>;
 
@@ -274,6 +291,8 @@ export class TokenExchangeStack extends Stack {
   public readonly network?: FunctionNetwork;
   /** With `domainName`: the API's own name. */
   public readonly customDomain?: CustomDomain;
+  /** With `storedCredentials`: their keys, their grants and the function's STORED_CREDENTIALS. */
+  public readonly storedCredentials?: StoredCredentials;
 
   constructor(scope: Construct, id: string, props: TokenExchangeStackProps = {}) {
     super(scope, id, props);
@@ -290,14 +309,20 @@ export class TokenExchangeStack extends Stack {
       this.tokenCacheTable = new TokenCacheTable(this, 'TokenCache', { kmsKeyArn: settings.tokenCacheKmsKeyArn });
       this.tokenCachePepper = new TokenCachePepper(this, 'TokenCachePepper', { removalPolicy: this.tokenCacheTable.removalPolicy });
     }
-    const environment = functionEnvironment(
-      settings,
-      this.tokenCacheTable &&
-        this.tokenCachePepper && {
-          tableName: this.tokenCacheTable.table.tableName,
-          pepperSecretArn: this.tokenCachePepper.secret.secretArn,
-        },
-    );
+    if (settings.storedCredentials?.length) {
+      this.storedCredentials = new StoredCredentials(this, 'StoredCredentials', { credentials: settings.storedCredentials });
+    }
+    const environment = {
+      ...functionEnvironment(
+        settings,
+        this.tokenCacheTable &&
+          this.tokenCachePepper && {
+            tableName: this.tokenCacheTable.table.tableName,
+            pepperSecretArn: this.tokenCachePepper.secret.secretArn,
+          },
+      ),
+      ...(this.storedCredentials ? { STORED_CREDENTIALS: this.storedCredentials.variable } : {}),
+    };
     assertFunctionWouldStart(environment);
     if (settings.vpcId !== undefined) {
       this.network = new FunctionNetwork(this, 'Network', {
@@ -318,6 +343,7 @@ export class TokenExchangeStack extends Stack {
       description: `Token exchange function: writes its own logs, ${
         [
           ...(this.tokenCacheTable ? ['reads and writes items of its token cache table, reads the cache pepper'] : []),
+          ...(this.storedCredentials ? ["uses its stored credentials' keys and secrets"] : []),
           ...(this.network ? ['manages its network interfaces in its VPC'] : []),
           ...(settings.tracing === 'active' ? ['writes X-Ray traces'] : []),
         ].join(', ') || 'nothing else'
@@ -335,6 +361,9 @@ export class TokenExchangeStack extends Stack {
           ? { ReadTokenCachePepper: new PolicyDocument({ statements: this.tokenCachePepper.accessStatements() }) }
           : {}),
         ...(this.network ? { UseVpcNetworkInterfaces: new PolicyDocument({ statements: this.network.accessStatements() }) } : {}),
+        ...(this.storedCredentials
+          ? { UseStoredCredentials: new PolicyDocument({ statements: this.storedCredentials.accessStatements() }) }
+          : {}),
       },
     });
 
@@ -398,6 +427,10 @@ export class TokenExchangeStack extends Stack {
     // before the function runs; an unsigned or unpermitted request gets its 403 and costs nothing.
     const authorizer = settings.callerAuthorization === 'iam' ? new HttpIamAuthorizer() : undefined;
     for (const routePath of TOKEN_PATHS) api.addRoutes({ path: routePath, methods: [HttpMethod.POST], integration, authorizer });
+    if (this.storedCredentials?.publishesKeys) {
+      const [jwksRoute] = api.addRoutes({ path: JWKS_PATH, methods: [HttpMethod.GET], integration });
+      this.storedCredentials.acknowledgePublicJwksRoute(jwksRoute as HttpRoute);
+    }
 
     if (settings.monitoring) {
       const monitoring = new Monitoring(this, 'Monitoring', {
@@ -413,6 +446,7 @@ export class TokenExchangeStack extends Stack {
         alarmEmail: settings.alarmEmail,
         alarmTopicArn: settings.alarmTopicArn,
       });
+      this.storedCredentials?.addToDashboard(monitoring.dashboard, settings.metricsNamespace);
       new CfnOutput(this, 'DashboardUrl', {
         value: consoleUrl(this, `cloudwatch/home?region=${this.region}#dashboards/dashboard/${monitoring.dashboard.dashboardName}`),
         description: "The service's CloudWatch dashboard",
@@ -423,6 +457,12 @@ export class TokenExchangeStack extends Stack {
     new CfnOutput(this, 'ApiUrl', { value: this.apiUrl, description: 'Base URL of the HTTP API' });
     new CfnOutput(this, 'TokenEndpointV1', { value: `${this.apiUrl}v1/oauth/token`, description: 'POST client credentials here' });
     new CfnOutput(this, 'TokenEndpoint', { value: `${this.apiUrl}oauth/token`, description: 'Same operation, unversioned path' });
+    if (this.storedCredentials?.publishesKeys) {
+      new CfnOutput(this, 'JwksUrl', {
+        value: `${this.apiUrl}${JWKS_PATH.slice(1)}`,
+        description: 'Register keyless clients at the IdP by this JWKS URL',
+      });
+    }
     if (authorizer) {
       new CfnOutput(this, 'InvokeResources', {
         value: TOKEN_PATHS.map((routePath) => api.arnForExecuteApi('POST', routePath, stage.stageName)).join(','),
@@ -647,6 +687,7 @@ function validateSettings(
     );
   }
   problems.push(...monitoringSettingProblems(settings));
+  problems.push(...storedCredentialProblems(settings.storedCredentials ?? [], settings.callerAuthorization));
   problems.push(...allowlistProblems(settings.allowedTokenUrls, settings.allowCleartextTokenUrls));
   if (settings.corsOrigins !== undefined) problems.push(...corsProblems(settings.corsOrigins));
   problems.push(...networkSettingProblems(settings));

@@ -1,3 +1,4 @@
+import { parseStoredCredentials, type StoredCredential } from './credentials/registry';
 import { type AllowlistEntry, parseAllowlist } from './policy/token-url-policy';
 
 export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
@@ -19,6 +20,8 @@ export interface Config {
   readonly upstreamTimeoutMs: number;
   readonly tokenCache: TokenCacheSetting;
   readonly logLevel: LogLevel;
+  /** OAuth clients the broker holds, which IAM callers get tokens of by name (STORED_CREDENTIALS). */
+  readonly storedCredentials: readonly StoredCredential[];
 }
 
 /** API Gateway gives an integration at most 30 s; a longer upstream wait could never be answered. */
@@ -36,11 +39,13 @@ const SECRET_PRINTING_DEBUG_MODULES = ['http', 'https', 'net', 'tls', 'http2'] a
  */
 export function loadConfig(env: Readonly<Record<string, string | undefined>>): Config {
   assertNoSecretPrintingNodeDebug(env.NODE_DEBUG);
+  const allowlist = parseAllowlist(env.TOKEN_URL_ALLOWLIST);
   return {
-    allowlist: parseAllowlist(env.TOKEN_URL_ALLOWLIST),
+    allowlist,
     upstreamTimeoutMs: getTimeoutFromEnv(env.UPSTREAM_TIMEOUT_MS),
     tokenCache: getTokenCacheFromEnv(env.TOKEN_CACHE, env.TOKEN_CACHE_TABLE, env.TOKEN_CACHE_PEPPER_SECRET),
     logLevel: getLogLevelFromEnv(env.LOG_LEVEL),
+    storedCredentials: parseStoredCredentials(env.STORED_CREDENTIALS, allowlist),
   };
 }
 

@@ -6,6 +6,7 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,
   token_url_not_allowed: 403,
+  credential_not_allowed: 403,
   payload_too_large: 413,
   upstream_error: 502,
   upstream_throttled: 503,
@@ -47,6 +48,14 @@ export const invalidRequest = (description: string): ExchangeError => new Exchan
 
 /** 403 for a token URL the policy refuses; the description says which rule, never more. */
 export const tokenUrlNotAllowed = (description: string): ExchangeError => new ExchangeError('token_url_not_allowed', description);
+
+/**
+ * 403 for a stored credential this caller may not use: the same text whether the name is unknown, the
+ * caller unsigned or unlisted, or the scope, audience or resource outside the credential's, so a
+ * refusal tells a caller nothing about which names exist or who may use them.
+ */
+export const credentialNotAllowed = (): ExchangeError =>
+  new ExchangeError('credential_not_allowed', 'This caller may not get a token for this credential with these parameters');
 
 /** The failures an exchange with the IdP can end in, besides a bug. */
 export type UpstreamFailureCode = Extract<

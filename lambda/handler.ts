@@ -1,17 +1,18 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { noCacheRequested } from './request/cache-control';
 import type { CacheReport } from './cache/report';
-import { createTokenCache } from './cache/token-cache';
-import { leftUntil, monoMs, realRuntime } from './cache/time';
+import { createTokenCache, type TokenCache } from './cache/token-cache';
+import { type EpochMs, leftUntil, type MonoMs, monoMs, type Runtime, realRuntime } from './cache/time';
 import { type Config, loadConfig } from './config';
+import { type CredentialReport, StoredCredentials } from './credentials/stored-credentials';
 import { ExchangeError } from './errors';
 import { exchangeToken, type IdpToken, type UpstreamReport } from './upstream/exchange';
 import type { MetadataReport } from './upstream/issuer-metadata';
 import { describeError, type Observability, powertoolsObservability, type RequestRecord } from './observability';
-import { errorResponse, jsonResponse, notFoundResponse, type Response } from './responses';
-import { isTokenRoute } from './request/routes';
+import { errorResponse, jsonResponse, notFoundResponse, publicJsonResponse, type Response } from './responses';
+import { isJwksRoute, isTokenRoute } from './request/routes';
 import { parseTokenRequest } from './request/token-request';
-import { createEndpointResolver } from './upstream/token-endpoint';
+import { createEndpointResolver, type EndpointResolver } from './upstream/token-endpoint';
 
 /**
  * The Lambda handler. Typed as API Gateway calls it, but a direct invoke can pass any JSON value,
@@ -19,11 +20,15 @@ import { createEndpointResolver } from './upstream/token-endpoint';
  */
 export type TokenHandler = (event: APIGatewayProxyEventV2, context?: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
+/** IdPs may keep the JWKS this long (the contract allows at most 5 minutes): a new key is published at least this long before it signs. */
+const JWKS_MAX_AGE_SECONDS = 300;
+
 /**
- * Build the Lambda handler for a configuration: parse the request, resolve its token URL (by the
- * issuer's metadata when it names an issuer) under the token URL policy, exchange (through the cache
- * when it is on), and turn the result or the error into the response. `clock` (epoch ms) is the
- * cache's and the request's time.
+ * Build the Lambda handler for a configuration: parse the request (for a stored credential, check
+ * that its caller may use it), resolve its token URL (by the issuer's metadata when it names an
+ * issuer) under the token URL policy, exchange (through the cache when it is on), and turn the result
+ * or the error into the response; or answer the JWKS route. `clock` (epoch ms) is the cache's and the
+ * request's time.
  */
 export function createHandler(
   config: Config,
@@ -33,32 +38,23 @@ export function createHandler(
   const runtime = realRuntime(clock);
   const cache = createTokenCache(config.tokenCache, config.upstreamTimeoutMs, runtime);
   const resolveEndpoint = createEndpointResolver(config.allowlist);
+  const credentials = new StoredCredentials(config.storedCredentials, clock);
+  const parts: Parts = { cache, resolveEndpoint, credentials, runtime };
 
   return async (event: unknown, context) => {
-    if (!isTokenRoute(event)) return notFoundResponse();
+    const jwks = credentials.publishesKeys && isJwksRoute(event);
+    if (!jwks && !isTokenRoute(event)) return notFoundResponse();
     const started = runtime.mono();
     const arrivedAt = runtime.epoch();
     // One deadline for everything the request does: the issuer's metadata, table calls, waits and the IdP.
     const deadline = monoMs(started + config.upstreamTimeoutMs);
-    const metadata: MetadataReport = {};
-    const upstream: UpstreamReport = {};
-    const cached: CacheReport = {};
-    const record: Partial<RequestRecord> = {};
+    const reports: Reports = { metadata: {}, upstream: {}, cached: {}, stored: {}, record: {} };
+    const { metadata, upstream, cached, stored, record } = reports;
     let response: Response;
     try {
-      const { request, target } = await resolveEndpoint(parseTokenRequest(event), deadline, metadata);
-      record.idp_host = target.url.hostname;
-      const exchange = (timeoutMs: number): Promise<IdpToken> => exchangeToken(request, target, timeoutMs, upstream);
-      if (cache) {
-        // parseTokenRequest accepted the event, so its headers are strings.
-        const noCache = noCacheRequested((event as { headers: Record<string, string> }).headers);
-        if (noCache) record.no_cache = true;
-        const answer = await cache.resolve({ request, tokenUrl: target.url.href, noCache, arrivedAt, deadline, exchange, report: cached });
-        response = jsonResponse(200, answer.token, { 'x-token-cache': answer.header });
-      } else {
-        // What is left of the deadline once the issuer's metadata, if any, was read.
-        response = jsonResponse(200, await exchange(Math.max(1, leftUntil(deadline, runtime.mono()))));
-      }
+      response = jwks
+        ? publicJsonResponse(await credentials.jwks(deadline, stored), JWKS_MAX_AGE_SECONDS)
+        : await answerToken(parts, event, { arrivedAt, deadline }, reports);
       record.outcome = 'ok';
     } catch (error) {
       response = errorResponse(error);
@@ -84,6 +80,9 @@ export function createHandler(
       cache_refresh: cached.refresh,
       cache_table_latency_ms: cached.tableLatencyMs,
       cache_error: cached.tableError,
+      credential: stored.credential,
+      caller: stored.caller,
+      credential_error: stored.failure,
     };
     try {
       observability.record(entry, context);
@@ -92,6 +91,54 @@ export function createHandler(
     }
     return response;
   };
+}
+
+/** What one instance answers token requests with. */
+interface Parts {
+  readonly cache: TokenCache | undefined;
+  readonly resolveEndpoint: EndpointResolver;
+  readonly credentials: StoredCredentials;
+  readonly runtime: Runtime;
+}
+
+/** What the parts of one request report, for its log line. */
+interface Reports {
+  readonly metadata: MetadataReport;
+  readonly upstream: UpstreamReport;
+  readonly cached: CacheReport;
+  readonly stored: CredentialReport;
+  readonly record: Partial<RequestRecord>;
+}
+
+/**
+ * The token for a token-route event: a stored credential's only if its caller may use it, then the
+ * token endpoint, then the exchange, through the cache when it is on.
+ */
+async function answerToken(
+  parts: Parts,
+  event: unknown,
+  time: { readonly arrivedAt: EpochMs; readonly deadline: MonoMs },
+  reports: Reports,
+): Promise<Response> {
+  const { cache, resolveEndpoint, credentials, runtime } = parts;
+  const { metadata, upstream, cached, stored, record } = reports;
+  const asked = parseTokenRequest(event);
+  const parsed = 'credential' in asked ? credentials.authorize(asked, event, stored) : asked;
+  const { request, target } = await resolveEndpoint(parsed, time.deadline, metadata);
+  record.idp_host = target.url.hostname;
+  const exchange = (timeoutMs: number): Promise<IdpToken> =>
+    'credential' in request
+      ? credentials.exchange(request, target, timeoutMs, upstream, stored)
+      : exchangeToken(request, target, timeoutMs, upstream);
+  if (!cache) {
+    // What is left of the deadline once the issuer's metadata, if any, was read.
+    return jsonResponse(200, await exchange(Math.max(1, leftUntil(time.deadline, runtime.mono()))));
+  }
+  // parseTokenRequest accepted the event, so its headers are strings.
+  const noCache = noCacheRequested((event as { headers: Record<string, string> }).headers);
+  if (noCache) record.no_cache = true;
+  const answer = await cache.resolve({ request, tokenUrl: target.url.href, noCache, ...time, exchange, report: cached });
+  return jsonResponse(200, answer.token, { 'x-token-cache': answer.header });
 }
 
 /** The route key as API Gateway names it; a direct invoke's own value is logged only if it is one. */

@@ -42,6 +42,12 @@ export interface RequestRecord {
   cache_table_latency_ms?: number;
   /** The failed shared-table (or pepper) call's error name: the request went on without the table. */
   cache_error?: string;
+  /** A stored credential's request: the name asked for. */
+  credential?: string;
+  /** A stored credential's request: the caller's IAM ARN, as API Gateway verified it. */
+  caller?: string;
+  /** Why a stored credential got no secret, key or signature: the Secrets Manager or KMS error's name, or the broker's. */
+  credential_error?: string;
   /** For a 500: the error's class name and errno-style codes of its causes, never a message. */
   error_name?: string;
   error_codes?: string[];
@@ -55,7 +61,8 @@ export interface Observability {
 /**
  * Powertools Logger and Metrics: one JSON line per request carrying the Lambda context
  * (`function_request_id`, `cold_start`, ...), and EMF metrics (a count per outcome, the IdP's
- * latency, the metadata step's latency and failures, the cache's line, and Powertools' own ColdStart) in the namespace Powertools reads from
+ * latency, the metadata step's latency and failures, the cache's line, requests by stored credential,
+ * and Powertools' own ColdStart) in the namespace Powertools reads from
  * POWERTOOLS_METRICS_NAMESPACE, which the stack sets.
  */
 export function powertoolsObservability(logLevel: LogLevel): Observability {
@@ -80,6 +87,12 @@ export function powertoolsObservability(logLevel: LogLevel): Observability {
       if (entry.metadata_error !== undefined) metrics.addMetric('MetadataFailures', MetricUnit.Count, 1);
       metrics.publishStoredMetrics();
       if (entry.cache) publishCacheMetrics(metrics, entry);
+      // Past the access policy the name is a configured one: a caller cannot mint a metric by asking for any name.
+      if (entry.credential !== undefined && entry.outcome !== 'credential_not_allowed') {
+        metrics.addDimensions({ credential: entry.credential, outcome: entry.outcome });
+        metrics.addMetric('CredentialRequests', MetricUnit.Count, 1);
+        metrics.publishStoredMetrics();
+      }
     },
   };
 }

@@ -28,6 +28,18 @@ export function errorResponse(error: unknown): Response {
   return jsonResponse(known.statusCode, { code: known.code, description: known.description }, retryAfter);
 }
 
+/**
+ * A public document that callers may cache for `maxAgeSeconds` (RFC 9111 5.2.2.1): the JWKS, which
+ * IdPs fetch and keep. The only answer without `no-store`: it holds nothing secret.
+ */
+export function publicJsonResponse(body: unknown, maxAgeSeconds: number): Response {
+  return {
+    statusCode: 200,
+    headers: { 'content-type': 'application/json', 'cache-control': `public, max-age=${maxAgeSeconds}` },
+    body: JSON.stringify(body),
+  };
+}
+
 /** API Gateway's own answer for a route it does not have; the local server gives the same. */
 export function notFoundResponse(): Response {
   return jsonResponse(404, { message: 'Not Found' });

@@ -18,10 +18,13 @@ const TEXT_MEDIA_TYPE = /^(text\/[^;]+|application\/([-.\w]+\+)?(json|xml))\s*(;
  * Turn an HTTP request into the event an API Gateway HTTP API hands a Lambda function (payload
  * format 2.0), as far as the handler reads it: route, path and query, lower-case header names with
  * repeated headers comma-joined, the body base64-encoded unless its content type is text or JSON,
- * the method, stage and request id. The rest of API Gateway's request context (account, source IP,
+ * the method, stage and request id, and the verified IAM caller when there is one. The rest of API Gateway's request context (account, source IP,
  * time) is read by nothing here, so it is left out.
  */
-export function toApiGatewayEvent(request: ReceivedHttpRequest, gateway: { routeKey: string; requestId: string }): APIGatewayProxyEventV2 {
+export function toApiGatewayEvent(
+  request: ReceivedHttpRequest,
+  gateway: { routeKey: string; requestId: string; iamCaller?: string },
+): APIGatewayProxyEventV2 {
   const queryAt = request.target.indexOf('?');
   const rawPath = queryAt === -1 ? request.target : request.target.slice(0, queryAt);
   const headers: Record<string, string> = {};
@@ -44,6 +47,8 @@ export function toApiGatewayEvent(request: ReceivedHttpRequest, gateway: { route
       http: { method: request.method, path: rawPath },
       requestId: gateway.requestId,
       stage: '$default',
+      // What API Gateway's IAM authorization adds once it has verified the SigV4 signature.
+      ...(gateway.iamCaller === undefined ? {} : { authorizer: { iam: { userArn: gateway.iamCaller } } }),
     } as APIGatewayProxyEventV2['requestContext'],
     ...(hasBody ? { body: request.body.toString(text ? 'utf8' : 'base64') } : {}),
     isBase64Encoded: hasBody && !text,

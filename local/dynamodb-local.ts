@@ -14,19 +14,26 @@ export interface LocalDynamoDb {
 /** The table name `npm start` uses unless TOKEN_CACHE_TABLE names another. */
 export const LOCAL_TABLE_NAME = 'token-cache';
 
+/** Where the local stand-ins of the AWS services listen (`http://127.0.0.1:PORT`); a service left out is not pointed anywhere. */
+export interface LocalEndpoints {
+  readonly dynamoDb?: string;
+  readonly secretsManager?: string;
+  readonly kms?: string;
+}
+
 /**
- * The AWS SDK settings that point the function's DynamoDB and Secrets Manager clients at local
+ * The AWS SDK settings that point the function's DynamoDB, Secrets Manager and KMS clients at local
  * servers: their endpoints, a region, and placeholder credentials (the local servers check none), so
  * the SDK never looks for real ones, neither in a profile nor at an instance metadata address.
  */
-export function localAwsEnvironment(
-  dynamoDbEndpoint: string,
-  secretsManagerEndpoint: string,
-  region = 'us-east-1',
-): Record<string, string> {
+export function localAwsEnvironment(endpoints: LocalEndpoints, region = 'us-east-1'): Record<string, string> {
+  const named = {
+    AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamoDb,
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: endpoints.secretsManager,
+    AWS_ENDPOINT_URL_KMS: endpoints.kms,
+  };
   return {
-    AWS_ENDPOINT_URL_DYNAMODB: dynamoDbEndpoint,
-    AWS_ENDPOINT_URL_SECRETS_MANAGER: secretsManagerEndpoint,
+    ...Object.fromEntries(Object.entries(named).filter((entry): entry is [string, string] => entry[1] !== undefined)),
     AWS_REGION: region,
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',

@@ -3,9 +3,17 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { TokenHandler } from '../lambda/handler';
-import { TOKEN_ROUTE_KEYS } from '../lambda/request/routes';
+import { JWKS_ROUTE_KEY, TOKEN_ROUTE_KEYS } from '../lambda/request/routes';
 import { toApiGatewayEvent } from './api-gateway-event';
 import { localLambdaContext } from './lambda-context';
+
+/**
+ * How a local caller acts as an IAM principal: this header's value becomes the verified caller of
+ * the event, as API Gateway's IAM authorization would make it from a SigV4 signature. Only this local
+ * gateway reads it, and takes it out of the event's headers; the function never looks at headers for
+ * a caller, so sent to a deployed API it is just a header.
+ */
+export const LOCAL_IAM_CALLER_HEADER = 'x-local-iam-caller';
 
 /** API Gateway's payload limit for HTTP APIs (10 MB); the contract's 64 KiB rule is the handler's. */
 export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -24,8 +32,9 @@ const TOO_LARGE = { status: 413, body: '{"message":"Request Entity Too Large"}' 
 const INTERNAL_ERROR = { status: 500, body: '{"message":"Internal Server Error"}' };
 
 /**
- * A local stand-in for the HTTP API in front of the function: it matches the token routes, reads the
- * body within API Gateway's limit, invokes the handler with a payload 2.0 event and writes its result.
+ * A local stand-in for the HTTP API in front of the function: it matches the token and JWKS routes,
+ * reads the body within API Gateway's limit, invokes the handler with a payload 2.0 event and writes
+ * its result.
  */
 export function createHttpApiGateway(options: HttpApiGatewayOptions): Server {
   const maxBodyBytes = options.maxBodyBytes ?? GATEWAY_MAX_BODY_BYTES;
@@ -41,13 +50,15 @@ export function createHttpApiGateway(options: HttpApiGatewayOptions): Server {
     const routeKey = `${request.method} ${target.split('?')[0]}`;
 
     if (routeKey === 'GET /openapi.yaml') return serveFile(response, options.openApiPath);
-    if (!TOKEN_ROUTE_KEYS.includes(routeKey)) return send(response, NOT_FOUND);
+    if (!TOKEN_ROUTE_KEYS.includes(routeKey) && routeKey !== JWKS_ROUTE_KEY) return send(response, NOT_FOUND);
 
     const body = await readBody(request, maxBodyBytes);
     if (body === undefined) return send(response, TOO_LARGE);
+    const iamCaller = request.headers[LOCAL_IAM_CALLER_HEADER];
+    const rawHeaders = request.rawHeaders.filter((_, at, all) => (all[at - (at % 2)] ?? '').toLowerCase() !== LOCAL_IAM_CALLER_HEADER);
     const event = toApiGatewayEvent(
-      { method: request.method ?? 'POST', target, rawHeaders: request.rawHeaders, body },
-      { routeKey, requestId },
+      { method: request.method ?? 'POST', target, rawHeaders, body },
+      { routeKey, requestId, ...(typeof iamCaller === 'string' ? { iamCaller } : {}) },
     );
     let result: APIGatewayProxyStructuredResultV2;
     try {

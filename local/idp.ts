@@ -41,6 +41,12 @@ export interface IdpOptions {
   host?: string;
   /** Clients registered beside the demo ones (tests add a `private_key_jwt` client with their own key). */
   extraClients?: readonly ClientMetadata[];
+  /**
+   * Client `jwks_uri`s on this machine that the IdP may fetch: the local broker's own JWKS route.
+   * oidc-provider refuses loopback and private addresses when it fetches a client's keys, rightly;
+   * exactly these URLs pass, and no IdP outside `npm start` and the tests is ever given one.
+   */
+  loopbackJwksUris?: readonly string[];
 }
 
 /**
@@ -78,6 +84,7 @@ export async function startIdp(options: IdpOptions = {}): Promise<Idp> {
         resourceIndicators: { enabled: true, getResourceServerInfo: resourceServerInfo },
       },
       routes: { token: '/token' },
+      fetch: loopbackJwksFetch(options.loopbackJwksUris ?? []),
       // A number, not oidc-provider's default function, which prints a notice the first time it runs.
       ttl: { ClientCredentials: 3600 },
     });
@@ -99,6 +106,15 @@ export async function startIdp(options: IdpOptions = {}): Promise<Idp> {
       await once(server, 'close');
     },
   };
+}
+
+/**
+ * oidc-provider's fetch, except for the listed URLs: it hands every fetch a dispatcher that refuses
+ * special-use addresses, which those go without.
+ */
+function loopbackJwksFetch(allowed: readonly string[]) {
+  return (input: string | URL | Request, init?: RequestInit): Promise<Response> =>
+    globalThis.fetch(input, allowed.includes(String(input)) ? ({ ...init, dispatcher: undefined } as RequestInit) : init);
 }
 
 /** Every https resource is a demo API: its tokens are JWTs addressed to it (`aud`), with the demo scopes. */

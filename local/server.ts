@@ -5,14 +5,18 @@ import type { Server } from 'node:http';
 import { type Config, loadConfig } from '../lambda/config';
 import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import type * as Handler from '../lambda/handler';
+import type { TokenHandler } from '../lambda/handler';
+import { DEMO_SECRETS, demoStoredCredentials, keylessClient, localJwksUri } from './demo-credentials';
 import { type LocalDynamoDb, localAwsEnvironment, LOCAL_TABLE_NAME, startLocalDynamoDb } from './dynamodb-local';
 import { createHttpApiGateway } from './http-api-gateway';
-import { startIdp } from './idp';
+import { type Idp, startIdp } from './idp';
+import { type LocalKms, startLocalKms } from './kms-local';
 import { type LocalSecretsManager, startLocalSecretsManager } from './secrets-manager-local';
 import { startupBanner } from './startup-banner';
 
 // `npm start`: the token routes on http://localhost:PORT through the deployed handler code, beside
-// an embedded IdP so the printed curl works with no account anywhere.
+// an embedded IdP and stand-ins for KMS and Secrets Manager, so the printed curls work with no account
+// anywhere: one with a caller's own secret, one with a stored credential whose client has none.
 
 function portFromEnv(name: string, fallback: number): number {
   const value = process.env[name]?.trim();
@@ -29,34 +33,55 @@ const LOCAL_PEPPER_SECRET = 'token-cache-pepper';
  * The function's configuration from this process's environment, read by the function's own rules
  * before anything starts: a bad value (a TOKEN_CACHE_TABLE DynamoDB would refuse, say) is a message
  * naming the variable, not an error from the local table. With `shared` the table is named
- * TOKEN_CACHE_TABLE, or `token-cache`, and the pepper is the local stand-in's.
+ * TOKEN_CACHE_TABLE, or `token-cache`, and the pepper is the local stand-in's. The stored credentials
+ * are the demo ones.
  */
-function localConfig(allowlist: string): Config {
+function localConfig(allowlist: string, storedCredentials: string): Config {
   const tokenCacheTable = process.env.TOKEN_CACHE_TABLE?.trim() || LOCAL_TABLE_NAME;
   return loadConfig({
     ...process.env,
     TOKEN_URL_ALLOWLIST: allowlist,
     TOKEN_CACHE_TABLE: tokenCacheTable,
     TOKEN_CACHE_PEPPER_SECRET: LOCAL_PEPPER_SECRET,
+    STORED_CREDENTIALS: storedCredentials,
   });
 }
 
+/** The local stand-ins of the AWS services the function calls: never an AWS account. */
+interface LocalAws {
+  readonly secrets: LocalSecretsManager;
+  /** With TOKEN_CACHE=shared. */
+  readonly table?: LocalDynamoDb;
+}
+
 /**
- * With TOKEN_CACHE=shared: an embedded DynamoDB-compatible server holding the table, a Secrets Manager
- * stand-in holding a pepper made for this run, and this process's AWS SDK settings pointed at both,
- * so no AWS account is involved. Set before the handler module loads, since its shared tier starts
- * talking to both as it is created.
+ * A Secrets Manager stand-in holding the demo stored credential's secret (and, with TOKEN_CACHE=shared,
+ * a pepper made for this run), the table in an embedded DynamoDB-compatible server when the cache is
+ * shared, and this process's AWS SDK settings pointed at them and at the local KMS. Set before the
+ * handler module loads, since its shared tier and stored credentials start talking to them as they are created.
  */
-async function startSharedTable(config: Config): Promise<{ table: LocalDynamoDb; secrets: LocalSecretsManager } | undefined> {
-  if (config.tokenCache.mode !== 'shared') return undefined;
+async function startLocalAws(config: Config, kms: LocalKms): Promise<LocalAws> {
+  // Before the first client exists: the SDK's notice that its 2027 releases need Node.js 22 is beside the point here.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const secrets = await startLocalSecretsManager({ ...DEMO_SECRETS });
+  if (config.tokenCache.mode !== 'shared') {
+    Object.assign(process.env, localAwsEnvironment({ secretsManager: secrets.endpoint, kms: kms.endpoint }));
+    return { secrets };
+  }
   const tableName = config.tokenCache.table;
-  const table = await startLocalDynamoDb({ port: portFromEnv('DYNAMODB_PORT', 0), tableName });
-  const secrets = await startLocalSecretsManager({ [LOCAL_PEPPER_SECRET]: randomBytes(32).toString('base64url') });
-  Object.assign(process.env, localAwsEnvironment(table.endpoint, secrets.endpoint), {
+  secrets.set(LOCAL_PEPPER_SECRET, randomBytes(32).toString('base64url'));
+  let table: LocalDynamoDb;
+  try {
+    table = await startLocalDynamoDb({ port: portFromEnv('DYNAMODB_PORT', 0), tableName });
+  } catch (error) {
+    await secrets.close();
+    throw error;
+  }
+  Object.assign(process.env, localAwsEnvironment({ dynamoDb: table.endpoint, secretsManager: secrets.endpoint, kms: kms.endpoint }), {
     TOKEN_CACHE_TABLE: tableName,
     TOKEN_CACHE_PEPPER_SECRET: LOCAL_PEPPER_SECRET,
   });
-  return { table, secrets };
+  return { secrets, table };
 }
 
 async function listen(server: Server, port: number): Promise<number> {
@@ -65,44 +90,63 @@ async function listen(server: Server, port: number): Promise<number> {
   return (server.address() as { port: number }).port;
 }
 
+/** A handler to give the gateway before the function's configuration exists: the IdP needs the gateway's port first. */
+function deferredHandler(): { handler: TokenHandler; bind(handler: TokenHandler): void } {
+  let bound: TokenHandler | undefined;
+  return {
+    handler: (event, context) => (bound ? bound(event, context) : Promise.reject(new Error('the handler is not loaded yet'))),
+    bind: (handler) => {
+      bound = handler;
+    },
+  };
+}
+
 async function main(): Promise<void> {
   // What the Lambda runtime and the stack set, so logs and metrics look as they do when deployed.
   process.env.AWS_LAMBDA_INITIALIZATION_TYPE ??= 'on-demand';
   process.env.POWERTOOLS_METRICS_NAMESPACE ??= 'TokenExchange';
-  const port = portFromEnv('PORT', 3000);
-  const idp = await startIdp({ port: portFromEnv('IDP_PORT', 3001) });
-  const servers: Server[] = [];
-  let local: Awaited<ReturnType<typeof startSharedTable>>;
+  const openApiPath = join(__dirname, '..', 'openapi.yaml');
+  const first = deferredHandler();
+  const instances = [first];
+  const servers: Server[] = [createHttpApiGateway({ handler: first.handler, openApiPath })];
+  let idp: Idp | undefined;
+  let kms: LocalKms | undefined;
+  let local: LocalAws | undefined;
   const stopAll = async (): Promise<void> => {
     for (const server of servers) server.closeAllConnections();
     await Promise.all([
       ...servers.map((server) => new Promise((resolve) => server.close(resolve))),
-      idp.close(),
-      local?.table.close(),
+      idp?.close(),
+      kms?.close(),
+      local?.table?.close(),
       local?.secrets.close(),
     ]);
     destroyAgents();
   };
   try {
+    // The gateway listens first: the embedded IdP knows the keyless client only by its JWKS URL.
+    const port = await listen(servers[0] as Server, portFromEnv('PORT', 3000));
+    const jwksUri = localJwksUri(port);
+    idp = await startIdp({ port: portFromEnv('IDP_PORT', 3001), extraClients: [keylessClient(jwksUri)], loopbackJwksUris: [jwksUri] });
+    kms = await startLocalKms();
     // The user's entries stay; the embedded IdP's origin is added so the policy lets the service reach it.
     const allowlist = [process.env.TOKEN_URL_ALLOWLIST?.trim(), idp.issuer].filter(Boolean).join(',');
-    const config = localConfig(allowlist);
-    local = await startSharedTable(config);
-    const table = local?.table;
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded once the table's settings are in the environment
+    const config = localConfig(allowlist, demoStoredCredentials(idp, kms));
+    local = await startLocalAws(config, kms);
+    const table = local.table;
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded once the local AWS settings are in the environment
     const { createHandler } = require('../lambda/handler') as typeof Handler;
-    const openApiPath = join(__dirname, '..', 'openapi.yaml');
-
-    servers.push(createHttpApiGateway({ handler: createHandler(config), openApiPath }));
-    const actualPort = await listen(servers[0] as Server, port);
     let secondInstanceUrl: string | undefined;
     if (table) {
       // A second handler with its own memory tier and table client: what another Lambda instance is.
-      servers.push(createHttpApiGateway({ handler: createHandler(config), openApiPath }));
+      const second = deferredHandler();
+      instances.push(second);
+      servers.push(createHttpApiGateway({ handler: second.handler, openApiPath }));
       secondInstanceUrl = `http://localhost:${await listen(servers[1] as Server, portFromEnv('SECOND_INSTANCE_PORT', 3002))}`;
     }
+    for (const instance of instances) instance.bind(createHandler(config));
     const shared = table && secondInstanceUrl ? { endpoint: table.endpoint, tableName: table.tableName, secondInstanceUrl } : undefined;
-    process.stdout.write(startupBanner(`http://localhost:${actualPort}`, idp, allowlist, shared));
+    process.stdout.write(startupBanner(`http://localhost:${port}`, idp, allowlist, jwksUri, shared));
   } catch (error) {
     await stopAll();
     throw error;

@@ -1,4 +1,6 @@
 import { TOKEN_PATHS } from '../lambda/request/routes';
+import { DEMO_CALLER, DEMO_CALLER_ROLE, DEMO_CREDENTIALS, KEYLESS_CLIENT_ID } from './demo-credentials';
+import { LOCAL_IAM_CALLER_HEADER } from './http-api-gateway';
 import type { Idp } from './idp';
 
 /** With TOKEN_CACHE=shared: where the embedded table is, and the second instance that shares it. */
@@ -11,12 +13,14 @@ export interface SharedCacheBanner {
 /**
  * What `npm start` prints once both servers listen: where the service is and which token URLs it
  * allows, the embedded IdP's issuer, token URL and demo clients, the shared cache's table if it is
- * on, and two `curl`s that get a token through it: one by token URL, one by issuer.
+ * on, the demo stored credentials and how to act as their IAM caller locally, and three `curl`s that
+ * get a token through it: one by token URL, one by issuer, one by stored credential.
  */
 export function startupBanner(
   serviceUrl: string,
   idp: Pick<Idp, 'issuer' | 'tokenUrl' | 'clients'>,
   allowlist: string,
+  jwksUri: string,
   shared?: SharedCacheBanner,
 ): string {
   const { basic, post, jwt } = idp.clients;
@@ -27,9 +31,9 @@ export function startupBanner(
   const credentials = { client_id: basic.clientId, client_secret: basic.clientSecret };
   const body = JSON.stringify({ ...credentials, access_token_url: idp.tokenUrl, scope: 'read' });
   const issuerBody = JSON.stringify({ ...credentials, issuer: idp.issuer, scope: 'read' });
-  const curl = (json: string): string[] => [
+  const curl = (json: string, headers: string[] = []): string[] => [
     `  curl -s ${serviceUrl}${TOKEN_PATHS[0]} \\`,
-    `    -H 'content-type: application/json' \\`,
+    ...[...headers, 'content-type: application/json'].map((header) => `    -H '${header}' \\`),
     `    -d '${json}'`,
   ];
   return [
@@ -59,6 +63,17 @@ export function startupBanner(
     '',
     'Or name the issuer: the service reads the token endpoint from its metadata.',
     ...curl(issuerBody),
+    '',
+    'Stored credentials: the service holds the client, an IAM caller names it (no AWS account: local KMS and Secrets Manager stand-ins)',
+    `  ${DEMO_CREDENTIALS.keyless.padEnd(18)}  ${KEYLESS_CLIENT_ID}, which has no secret: private_key_jwt signed in KMS;`,
+    `  ${''.padEnd(18)}  the IdP knows it only by the JWKS URL ${jwksUri}`,
+    `  ${DEMO_CREDENTIALS.secret.padEnd(18)}  ${idp.clients.post.clientId}, its secret in Secrets Manager, not with the caller`,
+    `  callers             sessions of ${DEMO_CALLER_ROLE}`,
+    `  Act as an IAM caller with the ${LOCAL_IAM_CALLER_HEADER} header: only this local gateway reads it, standing in for`,
+    '  the SigV4 signature from which the deployed API (callerAuthorization=iam) takes the caller.',
+    '',
+    'Get a token from the client with no secret:',
+    ...curl(JSON.stringify({ credential: DEMO_CREDENTIALS.keyless, scope: 'read' }), [`${LOCAL_IAM_CALLER_HEADER}: ${DEMO_CALLER}`]),
     '',
   ].join('\n');
 }

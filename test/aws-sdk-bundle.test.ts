@@ -9,30 +9,35 @@ import { defaultProvider } from '../lambda/bundle/env-credentials';
 
 const LAMBDA = join(__dirname, '..', 'lambda');
 
-/** Every value `lambda/` imports from an SDK client package, by package: what aws-sdk.js must export. */
+/** Every value `lambda/` imports or requires from an SDK client package, by package: what aws-sdk.js must export. */
 function clientImports(): { name: string; from: string }[] {
   const files = readdirSync(LAMBDA, { recursive: true, encoding: 'utf8' }).filter(
     (file) => file.endsWith('.ts') && !file.startsWith('bundle'),
   );
   return files.flatMap((file) =>
-    [...readFileSync(join(LAMBDA, file), 'utf8').matchAll(/^import \{([^}]*)\} from '(@aws-sdk\/client-[a-z-]+)';/gm)].flatMap(
-      ([, names = '', from = '']) =>
-        names
-          .split(',')
-          .map((name) => name.trim())
-          .filter((name) => name !== '' && !name.startsWith('type '))
-          .map((name) => ({ name, from })),
+    [
+      ...readFileSync(join(LAMBDA, file), 'utf8').matchAll(
+        /^\s*(?:import \{([^}]*)\} from|const \{([^}]*)\} = require\() ?'(@aws-sdk\/client-[a-z-]+)'/gm,
+      ),
+    ].flatMap(([, imported, required, from = '']) =>
+      (imported ?? required ?? '')
+        .split(',')
+        .map((name) => name.trim())
+        .filter((name) => name !== '' && !name.startsWith('type '))
+        .map((name) => ({ name, from })),
     ),
   );
 }
 
 describe("aws-sdk.ts, the entry of the deployed function's SDK file", () => {
-  it('exports every client, command and error the shared tier imports, as the SDK packages define them', () => {
+  it('exports every client, command and error the shared tier and stored credentials use, as the SDK packages define them', () => {
     // Prepare
     const imports = clientImports();
 
     // Assess: the control, that the scan finds the shared tier's imports at all
-    expect(imports.map(({ name }) => name)).toEqual(expect.arrayContaining(['DynamoDBClient', 'GetSecretValueCommand']));
+    expect(imports.map(({ name }) => name)).toEqual(
+      expect.arrayContaining(['DynamoDBClient', 'GetSecretValueCommand', 'KMSClient', 'SignCommand']),
+    );
     for (const { name, from } of imports) {
       expect({ name, exported: (sdk as Record<string, unknown>)[name] }).toEqual({
         name,

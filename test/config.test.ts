@@ -10,7 +10,13 @@ describe('loadConfig', () => {
     const config = loadConfig({});
 
     // Assess
-    expect(config).toEqual({ allowlist: [], upstreamTimeoutMs: 5000, tokenCache: { mode: 'off' }, logLevel: 'INFO' });
+    expect(config).toEqual({
+      allowlist: [],
+      upstreamTimeoutMs: 5000,
+      tokenCache: { mode: 'off' },
+      logLevel: 'INFO',
+      storedCredentials: [],
+    });
   });
 
   it('reads every variable', () => {
@@ -28,6 +34,7 @@ describe('loadConfig', () => {
       upstreamTimeoutMs: 2500,
       tokenCache: { mode: 'memory' },
       logLevel: 'DEBUG',
+      storedCredentials: [],
     });
   });
 
@@ -46,6 +53,7 @@ describe('loadConfig', () => {
       upstreamTimeoutMs: 2500,
       tokenCache: { mode: 'memory' },
       logLevel: 'WARN',
+      storedCredentials: [],
     });
   });
 

@@ -7,6 +7,7 @@ import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import type { Observability } from '../lambda/observability';
 import { CONTRACT_ERROR_STATUS, CONTRACT_REQUEST_FIELDS } from './support/contract';
+import { capturingOutput } from './support/captured-output';
 import { tokenEvent } from './support/events';
 import { atPort, REFUSED, refusedEverywherePayloads } from './support/ssrf-payloads';
 import { DEMO_TOKEN, startTokenServer, type TokenServer } from './support/token-server';
@@ -29,6 +30,7 @@ const OCCASIONAL_FIELDS: readonly string[] = [
   'client_assertion_type',
   'resource',
   'basic_credentials_encoding',
+  'credential',
 ];
 const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf'] as const;
 const STATUS_BY_CODE: Record<string, number> = CONTRACT_ERROR_STATUS;
@@ -72,23 +74,6 @@ function expectContractAnswer(response: APIGatewayProxyStructuredResultV2, statu
   return body;
 }
 
-/** Collects what is written to stdout and stderr while `run` runs, without passing it on. */
-async function capturingOutput<T>(run: () => Promise<T>): Promise<{ result: T; output: string }> {
-  const chunks: string[] = [];
-  const capture = (chunk: unknown): boolean => {
-    chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString('utf8'));
-    return true;
-  };
-  const stdout = jest.spyOn(process.stdout, 'write').mockImplementation(capture as typeof process.stdout.write);
-  const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(capture as typeof process.stderr.write);
-  try {
-    return { result: await run(), output: chunks.join('') };
-  } finally {
-    stdout.mockRestore();
-    stderr.mockRestore();
-  }
-}
-
 const anyJson = fc.jsonValue({ maxDepth: 3 });
 
 /** A value for a contract field: usually well-formed, sometimes anything JSON can hold. */
@@ -119,6 +104,8 @@ function fieldValue(field: (typeof CONTRACT_FIELDS)[number], tokenUrl: string): 
       fc.array(fc.oneof(fc.webUrl(), fc.string()), { maxLength: 3 }),
     ),
     basic_credentials_encoding: fc.oneof(fc.constantFrom('form', 'raw'), fc.string()),
+    // No credential is stored here: a well-formed name is refused like any other.
+    credential: fc.oneof(fc.constantFrom('orders-api', 'a'.repeat(65)), fc.string({ maxLength: 70 })),
   };
   return fc.oneof({ arbitrary: good[field], weight: 4 }, { arbitrary: anyJson, weight: 1 });
 }

@@ -21,6 +21,8 @@ interface Banner {
   curl: { url: string; contentType: string; body: string };
   /** The second curl: the same request by issuer. */
   issuerCurl: { url: string; body: string };
+  /** The third curl: a stored credential's token, as an IAM caller. */
+  storedCurl: { url: string; iamCaller: string; body: string };
 }
 
 interface LocalServer {
@@ -55,8 +57,8 @@ async function startLocalServer(): Promise<LocalServer> {
   const server: LocalServer = { child, closed, banner: undefined as unknown as Banner, stdout: () => stdout, stderr: () => stderr };
 
   const deadline = Date.now() + START_TIMEOUT_MS;
-  // Both curls, the one by token URL and the one by issuer, end the banner.
-  while ((stdout.match(/-d '[^']*'\n/g) ?? []).length < 2) {
+  // The three curls, by token URL, by issuer and by stored credential, end the banner.
+  while ((stdout.match(/-d '[^']*'\n/g) ?? []).length < 3) {
     if (child.exitCode !== null || Date.now() > deadline) {
       stopLocalServer(server);
       throw new Error(`the local server did not print its banner (exit ${child.exitCode}); stderr:\n${stderr}`);
@@ -74,8 +76,9 @@ function parseBanner(text: string): Banner {
     return found;
   };
   const curls = [...text.matchAll(/curl -s (\S+) [\s\S]*?-d '([^']+)'\n/g)];
-  const last = curls.at(-1);
-  if (curls.length !== 2 || last === undefined) throw new Error(`the banner has ${curls.length} curls, not 2:\n${text}`);
+  const [, byIssuer, last] = curls;
+  if (curls.length !== 3 || byIssuer === undefined || last === undefined)
+    throw new Error(`the banner has ${curls.length} curls, not 3:\n${text}`);
   return {
     text: text.slice(0, (last.index ?? 0) + last[0].length),
     serviceUrl: match(/listening on (http:\/\/\S+)/),
@@ -86,7 +89,8 @@ function parseBanner(text: string): Banner {
       clientSecret: match(/ \/ (\S+)\s+\(client_secret_post\)/),
     },
     curl: { url: match(/curl -s (\S+)/), contentType: match(/-H 'content-type: ([^']+)'/), body: match(/-d '([^']+)'/) },
-    issuerCurl: { url: last[1] ?? '', body: last[2] ?? '' },
+    issuerCurl: { url: byIssuer[1] ?? '', body: byIssuer[2] ?? '' },
+    storedCurl: { url: last[1] ?? '', iamCaller: /-H 'x-local-iam-caller: ([^']+)'/.exec(last[0])?.[1] ?? '', body: last[2] ?? '' },
   };
 }
 
@@ -172,6 +176,56 @@ describe('npm start (local/server.ts)', () => {
     expectContractHeaders(response);
     const token = await response.json();
     expect(token).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: expect.any(Number), scope: 'read' });
+  });
+
+  it('prints a curl by stored credential whose request returns a token from a client that has no secret', async () => {
+    // Prepare
+    const { storedCurl, serviceUrl } = local().banner;
+    expect(storedCurl.url).toBe(`${serviceUrl}/v1/oauth/token`);
+    expect(JSON.parse(storedCurl.body)).toEqual({ credential: 'demo-keyless', scope: 'read' });
+    const headers = { 'content-type': 'application/json', 'x-local-iam-caller': storedCurl.iamCaller };
+
+    // Act
+    const response = await fetch(storedCurl.url, {
+      method: 'POST',
+      headers,
+      body: storedCurl.body,
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    handled.push({ requestId: response.headers.get('apigw-requestid') ?? '', status: response.status });
+    const anonymous = await postToken('/v1/oauth/token', storedCurl.body);
+
+    // Assess
+    expect(response.status).toBe(200);
+    expectContractHeaders(response);
+    expect(await response.json()).toEqual({
+      access_token: expect.any(String),
+      token_type: 'Bearer',
+      expires_in: expect.any(Number),
+      scope: 'read',
+    });
+    expect(anonymous.status).toBe(403);
+    expect(((await anonymous.json()) as { code?: string }).code).toBe('credential_not_allowed');
+  });
+
+  it('says in its banner how to act as an IAM caller locally, and that the deployed API takes the caller from SigV4', () => {
+    const { text, serviceUrl } = local().banner;
+    expect(text).toContain('Act as an IAM caller with the x-local-iam-caller header: only this local gateway reads it');
+    expect(text).toContain('SigV4 signature');
+    expect(text).toMatch(
+      new RegExp(`the IdP knows it only by the JWKS URL http://127\\.0\\.0\\.1:${new URL(serviceUrl).port}/\\.well-known/jwks\\.json`),
+    );
+  });
+
+  it('serves the JWKS of the keyless client: one RSA public key, cacheable for 5 minutes', async () => {
+    // Act
+    const response = await fetch(`${local().banner.serviceUrl}/.well-known/jwks.json`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+
+    // Assess
+    expect(response.status).toBe(200);
+    expect(response.headers.get('cache-control')).toBe('public, max-age=300');
+    const { keys } = (await response.json()) as { keys: Record<string, string>[] };
+    expect(keys.map((key) => Object.keys(key).sort())).toEqual([['alg', 'e', 'kid', 'kty', 'n', 'use']]);
   });
 
   it.each(TOKEN_PATHS)('answers the same request on %s', async (path) => {
@@ -298,10 +352,15 @@ describe('npm start (local/server.ts)', () => {
     const coldStarts = parsed.filter((line) => line.ColdStart === 1);
     expect(coldStarts).toHaveLength(1);
     expect(records.length + metrics.length + coldStarts.length).toBe(parsed.length);
-    expect(records.map((record) => ({ requestId: record.function_request_id, status: record.status }))).toEqual(handled);
-    expect(metrics.map((metric) => ({ outcome: metric.outcome, requests: metric.Requests }))).toEqual(
-      records.map((record) => ({ outcome: record.outcome, requests: 1 })),
-    );
+    // The JWKS is fetched by the IdP too, whenever it checks an assertion: the token routes are what the tests sent.
+    const tokenRecords = records.filter((record) => record.route !== 'GET /.well-known/jwks.json');
+    expect(tokenRecords.map((record) => ({ requestId: record.function_request_id, status: record.status }))).toEqual(handled);
+    // A stored credential's request has a line of its own, by credential.
+    const byCredential = metrics.filter((metric) => 'CredentialRequests' in metric);
+    expect(byCredential.map((metric) => [metric.credential, metric.outcome])).toEqual([['demo-keyless', 'ok']]);
+    expect(
+      metrics.filter((metric) => 'Requests' in metric).map((metric) => ({ outcome: metric.outcome, requests: metric.Requests })),
+    ).toEqual(records.map((record) => ({ outcome: record.outcome, requests: 1 })));
     for (const record of records) expect(record.outcome).toEqual(expect.any(String));
     // DEBUG=* is set for the child: simple-oauth2 would print the form body and the Basic header.
     const basic = JSON.parse(local().banner.curl.body) as { client_id: string; client_secret: string };

@@ -4,9 +4,10 @@ import { loadConfig } from '../lambda/config';
 import { ExchangeError, INTERNAL_ERROR_DESCRIPTION, UPSTREAM_ERROR_DESCRIPTION, UPSTREAM_TIMEOUT_DESCRIPTION } from '../lambda/errors';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import { errorResponse } from '../lambda/responses';
-import { TOKEN_PATHS } from '../lambda/request/routes';
+import { JWKS_PATH, TOKEN_PATHS } from '../lambda/request/routes';
 import { parseTokenRequest } from '../lambda/request/token-request';
 import { CONTRACT_ERROR_STATUS, type ContractErrorCode, MAX_BODY_BYTES, UNAUTHORIZED_DESCRIPTION } from './support/contract';
+import { CALLER, type CredentialSources, startCredentialSources, storedCredentials } from './support/credential-sources';
 import { formEvent, recordingObservability, tokenEvent } from './support/events';
 import { type ActualResponse, loadOpenApi, OpenApiValidator, type ResponseObject, structuralProblems } from './support/openapi-validator';
 import { issuerScript, metadataDocument, OIDC_DISCOVERY, wellKnownPaths } from './support/scripted-issuer';
@@ -72,7 +73,7 @@ describe('openapi.yaml', () => {
     const operations = TOKEN_PATHS.map((path) => api.operation(path, 'post'));
 
     // Assess
-    expect(Object.keys(document.paths).sort()).toEqual([...TOKEN_PATHS].sort());
+    expect(Object.keys(document.paths).sort()).toEqual([...TOKEN_PATHS, JWKS_PATH].sort());
     expect(new Set(operations.map((operation) => operation.operationId)).size).toBe(TOKEN_PATHS.length);
   });
 
@@ -109,7 +110,8 @@ describe('openapi.yaml', () => {
     expect(Object.keys(responses).sort()).toEqual([...statuses].sort());
     for (const [code, status] of Object.entries(CONTRACT_ERROR_STATUS) as [ContractErrorCode, number][]) {
       const schema = functionErrorSchema(documentedResponse(status), code);
-      const fixedDescription = status === 401 ? [{ keyword: 'const', instancePath: '/description' }] : [];
+      const fixedDescription =
+        status === 401 || code === 'credential_not_allowed' ? [{ keyword: 'const', instancePath: '/description' }] : [];
       expect({
         status,
         anyText: api.failures(schema, { code, description: 'any text' }),
@@ -117,7 +119,7 @@ describe('openapi.yaml', () => {
         extraField: api.failures(schema, { code, description: 'any text', detail: 'leak' }),
       }).toEqual({
         status,
-        // Only the 401 fixes its description.
+        // Only the 401 and the stored credentials' 403 fix their descriptions.
         anyText: fixedDescription,
         otherCode: [{ keyword: 'const', instancePath: '/code' }, ...fixedDescription],
         extraField: [{ keyword: 'additionalProperties', instancePath: '' }, ...fixedDescription],
@@ -130,6 +132,11 @@ describe('openapi.yaml', () => {
       // Assess
       expect({ name, media: Object.keys(response.content ?? {}) }).toEqual({ name, media: ['application/json'] });
       if (response['x-answered-by'] === 'api-gateway') continue;
+      // The JWKS is public and meant to be cached: its cache-control says so, and it has no pragma.
+      if (name === 'Jwks') {
+        expect(Object.keys(response.headers ?? {})).toEqual(['cache-control']);
+        continue;
+      }
       expect({ name, headers: Object.keys(response.headers ?? {}) }).toEqual({
         name,
         headers: expect.arrayContaining(['cache-control', 'pragma']),
@@ -723,11 +730,21 @@ describe('the documented request schemas agree with the handler', () => {
         { weight: 1, arbitrary: value },
       ),
     });
+    // A stored credential's request: the name, what the token is for, and now and then a field it must not have.
+    const credentialBody = fc.record({
+      credential: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('orders-api', 'a', 'a'.repeat(64)) }, { weight: 1, arbitrary: value }),
+      grant_type: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: value }),
+      scope: fc.option(fc.oneof(fc.constant(['read', 'write']), value), { nil: undefined }),
+      audience: fc.option(value, { nil: undefined }),
+      resource: fc.option(fc.constantFrom('https://api.example.com/', ['urn:x:y'], '/rel', []), { nil: undefined }),
+      client_id: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: value }),
+      issuer: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: value }),
+    });
     const schema = requestSchema('application/json');
 
     // Act + Assess
     fc.assert(
-      fc.property(body, (candidate) => {
+      fc.property(fc.oneof({ weight: 3, arbitrary: body }, { weight: 1, arbitrary: credentialBody }), (candidate) => {
         const instance = JSON.parse(JSON.stringify(candidate)) as unknown;
         let parserAccepts = true;
         try {
@@ -743,5 +760,80 @@ describe('the documented request schemas agree with the handler', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe("stored credentials' real answers match openapi.yaml", () => {
+  let server: TokenServer;
+  let sources: CredentialSources;
+  let handler: TokenHandler;
+
+  beforeAll(async () => {
+    server = await startTokenServer(json(200, DEMO_TOKEN));
+    sources = await startCredentialSources();
+    sources.secrets.set('documented/secret', 'documented-secret');
+    const key = sources.kms.createKey('ECC_NIST_P256');
+    const tokenUrl = `${server.origin}/token`;
+    handler = createHandler(
+      loadConfig({
+        TOKEN_URL_ALLOWLIST: server.origin,
+        STORED_CREDENTIALS: storedCredentials(
+          {
+            name: 'orders-api',
+            clientId: 'orders',
+            tokenUrl,
+            method: 'client_secret_post',
+            secretId: 'documented/secret',
+            scopes: ['read'],
+          },
+          { name: 'keyless', clientId: 'keyless', tokenUrl, method: 'private_key_jwt', keyId: key.keyId },
+        ),
+      }),
+      recordingObservability(),
+    );
+  });
+
+  afterAll(async () => {
+    await Promise.all([server.close(), sources.close()]);
+  });
+
+  const asCaller = (body: Record<string, unknown>) => tokenEvent(body, { iamCaller: CALLER });
+
+  it.each(['orders-api', 'keyless'])('answers 200 with the documented token for the credential %s', async (credential) => {
+    // Act
+    const result = await handler(asCaller({ credential, scope: 'read' }));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(api.responseProblems(documentedResponse(200), result)).toEqual([]);
+    expect(
+      api.errorsFor(api.requestBody(TOKEN_PATH, 'post').content['application/json']?.schema ?? {}, { credential, scope: 'read' }),
+    ).toBeUndefined();
+  });
+
+  it('answers 403 credential_not_allowed as documented, with its one text', async () => {
+    // Act
+    const result = await handler(asCaller({ credential: 'orders-api', scope: 'write' }));
+
+    // Assess
+    expect(result.statusCode).toBe(403);
+    expect(api.responseProblems(documentedResponse(403), result)).toEqual([]);
+  });
+
+  it('answers the JWKS route as documented', async () => {
+    // Act
+    const result = await handler(tokenEvent(undefined, { method: 'GET', path: JWKS_PATH, contentType: null }));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(api.responseProblems(api.response(JWKS_PATH, 'get', 200), result)).toEqual([]);
+  });
+
+  it('documents a JWK Set of public keys only: a private member is refused', () => {
+    const schema = componentResponse('Jwks').content?.['application/json']?.schema ?? {};
+    const rsa = { kty: 'RSA', kid: 'k'.repeat(43), use: 'sig', alg: 'RS256', n: 'n', e: 'AQAB' };
+    expect(api.errorsFor(schema, { keys: [rsa] })).toBeUndefined();
+    expect(api.errorsFor(schema, { keys: [{ ...rsa, d: 'private' }] })).toBeDefined();
+    expect(api.errorsFor(schema, { keys: [{ ...rsa, alg: 'ES256' }] })).toBeDefined();
   });
 });

@@ -42,6 +42,8 @@ export interface VisitAsk extends Freshness {
   readonly deadline: MonoMs;
   /** The name any claim of this visit is made under. */
   readonly holder: string;
+  /** A stored credential's key: its secret is the broker's, so a hold it earns covers the credential whatever it kept. */
+  readonly vouched: boolean;
 }
 
 /**
@@ -671,7 +673,7 @@ function answer(visit: Visit, outcome: Outcome): Step {
 
 /** A failure as this visit answers it: with the newest token that may stand in, and whom a hold covers. */
 function outcomeOf(visit: Visit, failure: Remembered, cause: FailureOutcome['cause'], now: Now): FailureOutcome {
-  const scope: HoldScope = proves(visit.seen, visit.rejectedAt, now.epoch) ? 'client' : 'key';
+  const scope: HoldScope = visit.ask.vouched || proves(visit.seen, visit.rejectedAt, now.epoch) ? 'client' : 'key';
   const rejectedAt = visit.confirmed ? visit.rejectedAt : UNKNOWN_REJECTION;
   return { kind: 'failure', failure, kept: usable(visit.seen, now.epoch), rejectedAt, scope, cause };
 }

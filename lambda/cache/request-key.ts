@@ -1,17 +1,31 @@
 import { createHash } from 'node:crypto';
+import type { CredentialRequest } from '../credentials/access-policy';
 import type { TokenRequest } from '../request/token-request';
 
-/** A request authenticated by a client secret: the only kind a cache may answer, share or remember. */
+/** A request authenticated by a client secret the caller sent. */
 export type SecretRequest = Extract<TokenRequest, { clientSecret: string }>;
+
+/** The requests a cache may answer, share or remember: a caller's secret request, or a stored credential's. */
+export type CacheableRequest = SecretRequest | CredentialRequest;
 
 /**
  * Whether a cache may answer a request, share its exchange or remember its outcome. Every secret
  * method may (`client_secret_jwt` too): the key holds the secret, so only the same secret finds the
- * token. A `private_key_jwt` request may not: the service cannot verify the caller's assertion (the
- * IdP holds the key), so a kept token would go to anyone presenting a forged one for that client.
+ * token. A caller's `private_key_jwt` request may not: the service cannot verify the caller's
+ * assertion (the IdP holds the key), so a kept token would go to anyone presenting a forged one for
+ * that client. A stored credential's request may, whatever its method: the access policy has
+ * authorised its caller, and the broker itself authenticates the client.
  */
-export function cacheable(request: TokenRequest): request is SecretRequest {
-  return request.authMethod !== 'private_key_jwt';
+export function cacheable(request: TokenRequest | CredentialRequest): request is CacheableRequest {
+  return 'credential' in request || request.authMethod !== 'private_key_jwt';
+}
+
+/**
+ * The secret that keys a request besides its text: the caller's, or none for a stored credential,
+ * whose caller holds no secret (its text names the credential, so it never meets a caller's key).
+ */
+export function keySecret(request: CacheableRequest): string | null {
+  return 'credential' in request ? null : request.clientSecret;
 }
 
 /**
@@ -19,7 +33,7 @@ export function cacheable(request: TokenRequest): request is SecretRequest {
  * policy normalised it. Built from every field on purpose, so a field added to requests later keeps
  * tokens apart without anyone remembering to list it here.
  */
-export function requestText(request: SecretRequest, tokenUrl: string): string {
+export function requestText(request: CacheableRequest, tokenUrl: string): string {
   const fields: Record<string, unknown> = { ...request, accessTokenUrl: tokenUrl };
   const names = Object.keys(fields).filter((name) => name !== 'clientSecret');
   // In code unit order: the text is part of a stored format (the item key), so it never depends on a locale.
@@ -30,9 +44,9 @@ export function requestText(request: SecretRequest, tokenUrl: string): string {
  * The key of a request's token in this instance's memory: a SHA-256 of the secret and the request
  * text, so a wrong secret never finds a right one's token and no secret is kept as a key.
  */
-export function memoryKey(request: SecretRequest, tokenUrl: string): string {
+export function memoryKey(request: CacheableRequest, tokenUrl: string): string {
   return createHash('sha256')
-    .update(JSON.stringify([request.clientSecret, requestText(request, tokenUrl)]))
+    .update(JSON.stringify([keySecret(request), requestText(request, tokenUrl)]))
     .digest('base64url');
 }
 
@@ -44,4 +58,17 @@ export function clientHoldKey(clientId: string, tokenUrl: string): string {
 /** The hold item of one client id's `private_key_jwt` requests at one token URL: what such a request's hold covers. */
 export function assertionHoldKey(clientId: string, tokenUrl: string): string {
   return JSON.stringify([clientId, tokenUrl, 'private_key_jwt']);
+}
+
+/** The hold item a proven key's hold covers: a stored credential at its token URL, or a caller's client id at its token URL. */
+export function holdKeyOf(request: CacheableRequest, tokenUrl: string): string {
+  return 'credential' in request ? JSON.stringify({ credential: request.credential, tokenUrl }) : clientHoldKey(request.clientId, tokenUrl);
+}
+
+/**
+ * Whether a hold the request earns covers its whole hold item whatever its key kept: a stored
+ * credential's, whose secret the broker holds, so no caller can earn a hold with a wrong one.
+ */
+export function vouched(request: CacheableRequest): boolean {
+  return 'credential' in request;
 }

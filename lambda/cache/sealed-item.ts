@@ -21,11 +21,13 @@ export interface ItemKeys {
  * The keys of a request's item (HKDF-SHA-256, RFC 5869): the client secret is the input keying
  * material, and the salt an HMAC of the request text under the pepper, a server-side secret that is
  * never in the table. Without the pepper a copy of the table cannot test a single guess of a secret;
- * without the secret neither output can be computed either.
+ * without the secret neither output can be computed either. A stored credential's request has no
+ * secret of the caller's (`null`): its keys come from the pepper alone.
  */
-export function requestItemKeys(pepper: Buffer, clientSecret: string, requestText: string): ItemKeys {
+export function requestItemKeys(pepper: Buffer, clientSecret: string | null, requestText: string): ItemKeys {
   const salt = createHmac('sha256', pepper).update(`${DOMAIN}/request\0`).update(requestText).digest();
-  return split(hkdfSync('sha256', clientSecret, salt, `${DOMAIN}/request-keys`, 64));
+  // A stored credential's text names the credential, which no caller's text does: its keys never meet a caller's.
+  return split(hkdfSync('sha256', clientSecret ?? pepper, salt, `${DOMAIN}/request-keys`, 64));
 }
 
 /**

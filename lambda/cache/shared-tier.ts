@@ -23,8 +23,8 @@ import { type EpochMs, leftUntil, type MonoMs, type Runtime } from './time';
 
 /** One request's visit to the shared tier. */
 export interface SharedAsk extends Freshness {
-  /** The key's client secret (the keying material of its item) and canonical text (`requestText`). */
-  readonly secret: string;
+  /** The key's client secret (the keying material of its item; none for a stored credential: the pepper alone) and canonical text (`requestText`). */
+  readonly secret: string | null;
   readonly requestText: string;
   /** The hold item that covers the key (`holdKey`). */
   readonly holdKey: string;
@@ -35,6 +35,8 @@ export interface SharedAsk extends Freshness {
   readonly refresh: boolean;
   /** A failure or hold this instance remembers for the key (a stale token answers it only once the table shows no rejection). */
   readonly remembered: Remembered | undefined;
+  /** A stored credential's key: a hold it earns covers the credential whatever it kept. */
+  readonly vouched: boolean;
   readonly deadline: MonoMs;
   readonly exchange: Exchange;
   readonly report: CacheReport;
@@ -174,6 +176,7 @@ export class SharedTier {
             noCache: ask.noCache,
             arrivedAt: ask.arrivedAt,
             holder: runtime.id(),
+            vouched: ask.vouched,
           },
           this.protocol,
           now(),
@@ -196,7 +199,7 @@ export class SharedTier {
     if (ask.refresh) ask.report.refresh = 'ahead';
     const budgetMs = leftUntil(ask.deadline, runtime.mono());
     const result = await exchangeResult(ask.exchange, budgetMs, runtime.epoch);
-    const scope = proves(ask.known, ask.rejectedAt, runtime.epoch()) ? 'client' : 'key';
+    const scope = ask.vouched || proves(ask.known, ask.rejectedAt, runtime.epoch()) ? 'client' : 'key';
     return outcomeOf(
       result,
       { kept: ask.known, rejectedAt: UNKNOWN_REJECTION, scope },

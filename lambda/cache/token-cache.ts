@@ -1,13 +1,24 @@
 import type { TokenCacheSetting } from '../config';
 import { ExchangeError, upstreamFailure } from '../errors';
 import type { IdpToken } from '../upstream/exchange';
+import type { CredentialRequest } from '../credentials/access-policy';
 import type { TokenRequest } from '../request/token-request';
 import { answerFrom, type Entry, newest } from './lifetime';
 import { MemoryTier, type Slot } from './memory-tier';
 import { type Exchange, exchangeResult, type Outcome, outcomeOf } from './outcome';
 import { answerFailure, answersNoCache, decide, type Freshness, isRemembered, longer, proves, type Remembered, remember } from './rules';
 import type { CacheReport, CacheTier } from './report';
-import { assertionHoldKey, cacheable, clientHoldKey, memoryKey, requestText, type SecretRequest } from './request-key';
+import {
+  assertionHoldKey,
+  type CacheableRequest,
+  cacheable,
+  clientHoldKey,
+  holdKeyOf,
+  keySecret,
+  memoryKey,
+  requestText,
+  vouched,
+} from './request-key';
 import type * as Pepper from './pepper';
 import type * as Shared from './shared-tier';
 import type * as Table from './table-calls';
@@ -16,7 +27,7 @@ import { epochMs, leftUntil, type MonoMs, type Runtime } from './time';
 
 /** One request's visit to the cache. */
 export interface CacheAsk extends Freshness {
-  readonly request: TokenRequest;
+  readonly request: TokenRequest | CredentialRequest;
   /** The token URL as the policy normalised it. */
   readonly tokenUrl: string;
   /** When the caller must have its answer: the same deadline as a direct IdP call. */
@@ -54,7 +65,7 @@ export class TokenCache {
     const { request } = ask;
     if (!cacheable(request)) return this.uncached(ask);
     const key = memoryKey(request, ask.tokenUrl);
-    const holdKey = clientHoldKey(request.clientId, ask.tokenUrl);
+    const holdKey = holdKeyOf(request, ask.tokenUrl);
     const found = this.memory.peek(key);
     const now = this.runtime.epoch();
     const plan = decide(this.memory.view(found, this.memory.hold(holdKey, now), now), ask, now);
@@ -102,20 +113,21 @@ export class TokenCache {
     holdKey: string,
     { refresh, remembered }: { readonly refresh: boolean; readonly remembered: Remembered | undefined },
     ask: CacheAsk,
-    request: SecretRequest,
+    request: CacheableRequest,
   ): Promise<Outcome> {
     const fetching = this.shared
       ? this.shared.fetch({
           ...ask,
-          secret: request.clientSecret,
+          secret: keySecret(request),
           requestText: requestText(request, ask.tokenUrl),
           holdKey,
           known: slot.kept,
           rejectedAt: slot.rejectedAt,
           refresh,
           remembered,
+          vouched: vouched(request),
         })
-      : this.fromIdp(ask, slot, refresh);
+      : this.fromIdp(ask, slot, refresh, vouched(request));
     const pending = fetching
       .then((outcome) => {
         this.memory.store(key, slot, holdKey, outcome, refresh, this.runtime.epoch());
@@ -128,11 +140,11 @@ export class TokenCache {
     return pending;
   }
 
-  private async fromIdp(ask: CacheAsk, slot: Slot, refresh: boolean): Promise<Outcome> {
+  private async fromIdp(ask: CacheAsk, slot: Slot, refresh: boolean, vouchedFor: boolean): Promise<Outcome> {
     if (refresh) ask.report.refresh = 'ahead';
     const budgetMs = leftUntil(ask.deadline, this.runtime.mono());
     const result = await exchangeResult(ask.exchange, budgetMs, () => this.runtime.epoch());
-    const scope = proves(slot.kept, slot.rejectedAt, this.runtime.epoch()) ? 'client' : 'key';
+    const scope = vouchedFor || proves(slot.kept, slot.rejectedAt, this.runtime.epoch()) ? 'client' : 'key';
     return outcomeOf(
       result,
       { kept: slot.kept, rejectedAt: slot.rejectedAt, scope },
@@ -165,7 +177,7 @@ export class TokenCache {
   }
 
   /**
-   * A request no cache may answer (`private_key_jwt`): it goes to the IdP every time, but the holds on
+   * A request no cache may answer (a caller's `private_key_jwt`): it goes to the IdP every time, but the holds on
    * its client id and token URL apply to it. A hold it earns covers that client's `private_key_jwt`
    * requests alone: nothing proves the assertion was the client's own.
    */

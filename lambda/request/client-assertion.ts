@@ -18,12 +18,19 @@ const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
  * after `iat`. A fresh one per request, so the IdP's replay check never sees a `jti` twice.
  */
 export function signClientSecretJwt(clientId: string, clientSecret: string, tokenUrl: string, now: number = Date.now()): string {
-  const iat = Math.floor(now / 1000);
-  const claims = { iss: clientId, sub: clientId, aud: tokenUrl, jti: randomUUID(), iat, exp: iat + CLIENT_ASSERTION_LIFETIME_S };
-  const signingInput = `${HS256_HEADER}.${base64url(claims)}`;
+  const signingInput = `${HS256_HEADER}.${base64url(clientAssertionClaims(clientId, tokenUrl, now))}`;
   // OIDC Core 10.1: the MAC key is the octets of the UTF-8 representation of the client secret.
   const signature = createHmac('sha256', Buffer.from(clientSecret, 'utf8')).update(signingInput).digest('base64url');
   return `${signingInput}.${signature}`;
+}
+
+/**
+ * The claims of an assertion the service signs (RFC 7523 3): `iss` = `sub` = the client id, `aud` =
+ * the token URL, a random `jti`, `exp` 60 s after `iat` (`now`, epoch ms).
+ */
+export function clientAssertionClaims(clientId: string, tokenUrl: string, now: number): Record<string, string | number> {
+  const iat = Math.floor(now / 1000);
+  return { iss: clientId, sub: clientId, aud: tokenUrl, jti: randomUUID(), iat, exp: iat + CLIENT_ASSERTION_LIFETIME_S };
 }
 
 /**
@@ -53,6 +60,7 @@ function decodeSegment(segment: string): Record<string, unknown> | undefined {
   }
 }
 
-function base64url(value: object): string {
+/** A JOSE segment: the value's JSON, base64url-encoded (RFC 7515 2). */
+export function base64url(value: object): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
 }

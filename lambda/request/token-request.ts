@@ -20,6 +20,17 @@ export type TokenRequest = RequestFields & ClientAuthentication;
  */
 export type ParsedTokenRequest = TokenRequest | IssuerRequest;
 
+/**
+ * A request for a stored credential's token (`credential`): its name and what the token is for. The
+ * broker holds the client and knows the IdP, so the caller sends neither.
+ */
+export interface CredentialAsk {
+  readonly credential: string;
+  readonly scope?: string;
+  readonly audience?: string;
+  readonly resource?: readonly string[];
+}
+
 /** A request by `issuer`: everything but the token URL, and the method only if the caller named it. */
 export interface IssuerRequest extends Omit<RequestFields, 'accessTokenUrl'> {
   /** As given: the metadata's `issuer` must equal it exactly (RFC 8414 3.3). */
@@ -82,8 +93,12 @@ const GRANT_NAME = /^[-._A-Za-z0-9]+$/;
 const ABSOLUTE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/;
 // RFC 6749 3.3: scope = scope-token *( SP scope-token ), scope-token = 1*NQCHAR.
 const SCOPE = /^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/;
+/** RFC 6749 3.3: one scope token. */
+export const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
+/** A stored credential's name: what callers send as `credential`, and what logs and metrics show. */
+export const CREDENTIAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 // RFC 8707 2: an absolute URI (RFC 3986 4.3) that MAY have a query and MUST NOT have a fragment.
-const RESOURCE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?[\]]|%[0-9A-Fa-f]{2})+$/;
+export const RESOURCE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?[\]]|%[0-9A-Fa-f]{2})+$/;
 const AUTH_METHODS: readonly AuthMethod[] = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'];
 const BASIC_ENCODINGS: readonly BasicCredentialsEncoding[] = ['form', 'raw'];
 /** Every field of a token request, in the contract's order. */
@@ -100,7 +115,19 @@ const REQUEST_FIELDS = [
   'client_assertion_type',
   'resource',
   'basic_credentials_encoding',
+  'credential',
 ] as const;
+/** What a stored credential holds: the client and its authentication, and the IdP. */
+const CLIENT_FIELDS = [
+  'client_id',
+  'client_secret',
+  'client_assertion',
+  'client_assertion_type',
+  'access_token_url',
+  'issuer',
+  'token_endpoint_auth_method',
+  'basic_credentials_encoding',
+] as const satisfies readonly Field[];
 type Field = (typeof REQUEST_FIELDS)[number];
 type Fields = Partial<Record<Field, unknown>>;
 
@@ -117,7 +144,7 @@ interface EventParts {
  * as API Gateway sends it, decode the body (base64 when flagged), enforce the 64 KiB limit, read JSON
  * or form fields, and validate each field.
  */
-export function parseTokenRequest(event: unknown): ParsedTokenRequest {
+export function parseTokenRequest(event: unknown): ParsedTokenRequest | CredentialAsk {
   const parts = eventParts(event);
   const body = decodeBody(parts.body, parts.isBase64Encoded);
   const mediaType = mediaTypeOf(headerValue(parts.headers, 'content-type') ?? '');
@@ -202,7 +229,8 @@ function readForm(body: string): Fields {
   return fields;
 }
 
-function validate(fields: Fields): ParsedTokenRequest {
+function validate(fields: Fields): ParsedTokenRequest | CredentialAsk {
+  if (fields.credential !== undefined) return readCredentialAsk(fields);
   const clientId = requiredString(fields, 'client_id');
   if (clientId.length < 1 || clientId.length > 256 || !PRINTABLE_ASCII.test(clientId)) {
     throw invalidRequest('client_id must be 1 to 256 printable ASCII characters');
@@ -218,25 +246,45 @@ function validate(fields: Fields): ParsedTokenRequest {
     throw invalidRequest('grant_type must be a grant name of letters, digits and -._ or an absolute URI (RFC 6749 A.10)');
   }
 
-  const scope = readScope(fields.scope);
+  const fieldsAsked = { clientId, grantType, ...tokenShape(fields) };
+  if ('issuer' in idp) return { ...fieldsAsked, issuer: idp.issuer, authentication: credentials };
+  // A secret awaits a method only in a request by issuer, which returned above.
+  return { ...fieldsAsked, ...(credentials as ClientAuthentication), accessTokenUrl: idp.accessTokenUrl };
+}
 
+/** What the token is for: `scope`, `audience` and `resource`, each present only when sent. */
+function tokenShape(fields: Fields): Pick<RequestFields, 'scope' | 'audience' | 'resource'> {
+  const scope = readScope(fields.scope);
   const audience = optionalString(fields, 'audience');
   if (audience !== undefined && (audience.length < 1 || audience.length > 2048 || !PRINTABLE_ASCII.test(audience))) {
     throw invalidRequest('audience must be 1 to 2048 printable ASCII characters');
   }
-
   const resource = readResource(fields.resource);
-
-  const fieldsAsked = {
-    clientId,
-    grantType,
+  return {
     ...(scope === undefined ? {} : { scope }),
     ...(audience === undefined ? {} : { audience }),
     ...(resource === undefined ? {} : { resource }),
   };
-  if ('issuer' in idp) return { ...fieldsAsked, issuer: idp.issuer, authentication: credentials };
-  // A secret awaits a method only in a request by issuer, which returned above.
-  return { ...fieldsAsked, ...(credentials as ClientAuthentication), accessTokenUrl: idp.accessTokenUrl };
+}
+
+/**
+ * A stored credential's request: a well-formed name, nothing that names a client or an IdP (the
+ * credential holds both), and the client-credentials grant it was registered for.
+ */
+function readCredentialAsk(fields: Fields): CredentialAsk {
+  const credential = optionalString(fields, 'credential') as string;
+  if (!CREDENTIAL_NAME.test(credential)) {
+    throw invalidRequest('credential must be 1 to 64 letters, digits, . _ or -, starting with a letter or digit');
+  }
+  const sent = CLIENT_FIELDS.filter((field) => fields[field] !== undefined);
+  if (sent.length > 0) {
+    throw invalidRequest(`${sent.join(', ')} must not be sent with credential: the stored credential holds the client and names the IdP`);
+  }
+  const grantType = optionalString(fields, 'grant_type');
+  if (grantType !== undefined && grantType !== 'client_credentials') {
+    throw invalidRequest('grant_type must be client_credentials with credential (or left out)');
+  }
+  return { credential, ...tokenShape(fields) };
 }
 
 /** Exactly one of the two ways to name the IdP. */

@@ -1,3 +1,4 @@
+import type { CredentialByIssuer, CredentialRequest } from '../credentials/access-policy';
 import { invalidRequest } from '../errors';
 import { IssuerMetadata, type MetadataReport } from './issuer-metadata';
 import { type ParsedTokenRequest, type TokenRequest, withMetadataMethod } from '../request/token-request';
@@ -5,7 +6,7 @@ import { type AllowlistEntry, checkTokenUrl, type TokenTarget } from '../policy/
 
 /** A request with its token URL, and where the token URL policy lets the exchange connect. */
 export interface ResolvedRequest {
-  readonly request: TokenRequest;
+  readonly request: TokenRequest | CredentialRequest;
   readonly target: TokenTarget;
 }
 
@@ -13,7 +14,11 @@ export interface ResolvedRequest {
  * Turns a parsed request into what the cache and the exchange work on, given the request's
  * deadline (`performance.now()`) and a report for its log line.
  */
-export type EndpointResolver = (request: ParsedTokenRequest, deadline: number, report: MetadataReport) => Promise<ResolvedRequest>;
+export type EndpointResolver = (
+  request: ParsedTokenRequest | CredentialRequest | CredentialByIssuer,
+  deadline: number,
+  report: MetadataReport,
+) => Promise<ResolvedRequest>;
 
 /**
  * The resolver of one function instance. A request by `access_token_url` is held to the token URL
@@ -28,10 +33,13 @@ export function createEndpointResolver(
 ): EndpointResolver {
   return async (parsed, deadline, report) => {
     if (!('issuer' in parsed)) return { request: parsed, target: checkTokenUrl(parsed.accessTokenUrl, allowlist) };
-    const { issuer, authentication, ...fields } = parsed;
+    const { issuer, ...asked } = parsed;
     const issuerTarget = checkIssuer(issuer, allowlist);
     report.host = issuerTarget.url.hostname;
     const endpoint = await metadata.tokenEndpoint(issuer, issuerTarget, deadline, report);
+    // A stored credential names its own method.
+    if ('credential' in asked) return { request: { ...asked, accessTokenUrl: endpoint.url }, target: endpoint.target };
+    const { authentication, ...fields } = asked;
     const credentials =
       authentication.authMethod === 'from_metadata' ? withMetadataMethod(authentication, endpoint.authMethod) : authentication;
     return { request: { ...fields, ...credentials, accessTokenUrl: endpoint.url }, target: endpoint.target };

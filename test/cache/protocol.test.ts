@@ -34,6 +34,7 @@ const token = (name: string, ago = 0, fleet = false): Entry => ({
   ...(fleet ? { fleet: true as const } : {}),
 });
 const ask = (parts: Partial<VisitAsk> = {}): VisitAsk => ({
+  vouched: false,
   known: undefined,
   rejectedAt: epochMs(0),
   refresh: false,
@@ -819,7 +820,7 @@ describe('a holder', () => {
     });
   });
 
-  it('settles a keepable token as the kept one and as its waiters\' answer, and answers once that landed', () => {
+  it("settles a keepable token as the kept one and as its waiters' answer, and answers once that landed", () => {
     const done = run(holding(), [{ kind: 'exchanged', result: { token: token('new') } }, 100]);
     const settled = run(done, [wrote('settle', { kind: 'won' }), 110]);
 
@@ -909,6 +910,13 @@ describe('a holder', () => {
 
     expect(proven.actions[0]).toEqual({ kind: 'write-hold', hold });
     expect(kinds(unproven.actions)).toEqual(['write:settle', 'timer:settle']);
+  });
+
+  it("puts a stored credential's hold on its hold item though nothing proved its key: the broker holds its secret", () => {
+    const hold = failure('upstream_throttled', 30_000);
+    const vouched = run(holding({ vouched: true }), [{ kind: 'exchanged', result: { failure: hold } }, 100]);
+
+    expect(vouched.actions[0]).toEqual({ kind: 'write-hold', hold });
   });
 
   it('settles with a renewal out when its exchange ends, answering once the settle lands, or after the hedge', () => {

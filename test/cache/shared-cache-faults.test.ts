@@ -115,6 +115,7 @@ function directFetch(key: string, exchange: Exchange): Promise<Outcome> {
     rejectedAt: epochMs(0),
     refresh: false,
     remembered: undefined,
+    vouched: false,
   };
   return directTier().fetch({
     ...ask,

@@ -39,6 +39,7 @@ function tier(pepper: PepperSource, tableOf: Table = dynamoDbTable(table.tableNa
 const kept = (ago: number): Entry => ({ token: { access_token: 'kept', expires_in: 3600 }, receivedAt: epochMs(Date.now() - ago) });
 const deadline = () => monoMs(performance.now() + 3000);
 const ask = (parts: Partial<SharedAsk>): SharedAsk => ({
+  vouched: false,
   secret: 'shared-tier-secret',
   requestText: `text-${Math.random()}`,
   holdKey: `hold-${Math.random()}`,

@@ -196,6 +196,7 @@ describe('context keys', () => {
     [{ alarmFunctionErrors: '0' }, /- alarmFunctionErrors must be a whole number of at least 1, got 0/],
     [{ monitoring: 'off', alarmLatencyP99Ms: '100' }, /- alarmLatencyP99Ms needs monitoring on \(it is off\)/],
     [{ vpcSubnetIds: 'subnet-0123456789abcdef0' }, /- vpcSubnetIds needs vpcId, the VPC they belong to/],
+    [{ credentialsFile: 'infra/credentials.example.json' }, /- credentialsFile needs callerAuthorization=iam/],
   ])('names the context key the user typed, not the prop it becomes: %p', (context, message) => {
     const act = () => buildApp(newApp({ bundle: false, context }));
 

@@ -118,7 +118,7 @@ describe('the function bundle NodejsFunction builds', () => {
     const table = await startLocalDynamoDb({ tableName: 'bundle-test-cache' });
     const secrets = await startLocalSecretsManager({ 'bundle-test-pepper': 'p'.repeat(64) });
     const env = {
-      ...localAwsEnvironment(table.endpoint, secrets.endpoint),
+      ...localAwsEnvironment({ dynamoDb: table.endpoint, secretsManager: secrets.endpoint }),
       TOKEN_CACHE: 'shared',
       TOKEN_CACHE_TABLE: 'bundle-test-cache',
       TOKEN_CACHE_PEPPER_SECRET: 'bundle-test-pepper',

@@ -6,6 +6,7 @@ export const CONTRACT_ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,
   token_url_not_allowed: 403,
+  credential_not_allowed: 403,
   payload_too_large: 413,
   internal_error: 500,
   upstream_error: 502,
@@ -29,6 +30,7 @@ export const CONTRACT_REQUEST_FIELDS = [
   'client_assertion_type',
   'resource',
   'basic_credentials_encoding',
+  'credential',
 ] as const;
 
 /** The largest request body the function reads (64 KiB). */
@@ -36,3 +38,6 @@ export const MAX_BODY_BYTES = 65_536;
 
 export const UNAUTHORIZED_DESCRIPTION = 'Unauthorized credentials provided';
 export const ADDRESS_NOT_ALLOWED_DESCRIPTION = 'access_token_url points to an address that is not allowed';
+
+/** The one text of every stored-credential refusal (403 credential_not_allowed), whatever failed. */
+export const CREDENTIAL_NOT_ALLOWED_DESCRIPTION = 'This caller may not get a token for this credential with these parameters';

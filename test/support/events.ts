@@ -7,6 +7,8 @@ export interface EventOptions {
   contentType?: string | null;
   /** Send the body base64-encoded, as API Gateway does for form bodies. */
   base64?: boolean;
+  /** The IAM principal API Gateway verified (callerAuthorization=iam), as `requestContext.authorizer.iam.userArn`. */
+  iamCaller?: string;
 }
 
 /** A payload 2.0 event as API Gateway sends it for a token route; `body` objects are JSON-encoded. */
@@ -34,9 +36,23 @@ export function tokenEvent(body: unknown, options: EventOptions = {}): APIGatewa
       stage: '$default',
       time: '22/Nov/2026:02:00:00 +0000',
       timeEpoch: 1795312800000,
+      ...(options.iamCaller === undefined ? {} : { authorizer: { iam: iamAuthorizer(options.iamCaller) } }),
     },
     ...(text === undefined ? {} : { body: options.base64 ? Buffer.from(text).toString('base64') : text }),
     isBase64Encoded: options.base64 ?? false,
+  };
+}
+
+/** What API Gateway's IAM authorization puts in the request context for a verified caller. */
+function iamAuthorizer(userArn: string) {
+  return {
+    accessKey: 'ASIAEXAMPLEKEY',
+    accountId: userArn.split(':')[4] ?? '',
+    callerId: 'AROAEXAMPLEID:session',
+    cognitoIdentity: null,
+    principalOrgId: null,
+    userArn,
+    userId: 'AROAEXAMPLEID:session',
   };
 }
 

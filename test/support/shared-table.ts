@@ -41,7 +41,7 @@ export async function startSharedTable(tableName = 'token-cache-test'): Promise<
   const local = await startLocalDynamoDb({ tableName });
   const pepper = randomBytes(32).toString('base64url');
   const secrets = await startLocalSecretsManager({ [PEPPER_SECRET]: pepper });
-  Object.assign(process.env, localAwsEnvironment(local.endpoint, secrets.endpoint), {
+  Object.assign(process.env, localAwsEnvironment({ dynamoDb: local.endpoint, secretsManager: secrets.endpoint }), {
     TOKEN_CACHE: 'shared',
     TOKEN_CACHE_TABLE: tableName,
     TOKEN_CACHE_PEPPER_SECRET: PEPPER_SECRET,

@@ -1,0 +1,64 @@
+/**
+ * A Secrets Manager or KMS call, or what it gave, that left the broker without a secret, a key or a
+ * signature. Its name (the AWS error's, or one of ours) goes into the log line; the caller gets a 502,
+ * or a 504 when the request's deadline passed first.
+ */
+export class CredentialSourceError extends Error {
+  constructor(
+    readonly errorName: string,
+    readonly timedOut = false,
+  ) {
+    super(errorName);
+  }
+}
+
+export const sourceError = (name: string): CredentialSourceError => new CredentialSourceError(name);
+
+/**
+ * How long one AWS call may take. A shared read (a secret, a public key) is not cut short by one
+ * request's deadline, for the others waiting; a request waits for none past its own deadline.
+ */
+export const CALL_LIMIT_MS = 2000;
+
+/** The name an AWS SDK error gives itself, or `Error`: never a message, which could hold an ARN. */
+export function awsErrorName(error: unknown): string {
+  if (error instanceof CredentialSourceError) return error.errorName;
+  const name = (error as { name?: unknown } | undefined)?.name;
+  return typeof name === 'string' && /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : 'Error';
+}
+
+/** What `work` gives, unless the `performance.now()` deadline passes first; an AWS failure as a {@link CredentialSourceError}. */
+export async function withinDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new CredentialSourceError('Timeout', true)), Math.max(0, deadline - performance.now()));
+  });
+  try {
+    return await Promise.race([work.catch((error: unknown) => Promise.reject(new CredentialSourceError(awsErrorName(error)))), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Values read once per instance and shared: the first request for a key starts the read, the others
+ * wait for it, and a failed read is forgotten so that the next request tries again.
+ */
+export class SharedReads<T> {
+  private readonly reads = new Map<string, Promise<T>>();
+
+  constructor(private readonly read: (key: string) => Promise<T>) {}
+
+  /** The kept read of `key`, or a new one. */
+  get(key: string): Promise<T> {
+    return this.reads.get(key) ?? this.again(key);
+  }
+
+  /** A new read of `key`, which later requests share. */
+  again(key: string): Promise<T> {
+    const reading = this.read(key);
+    this.reads.set(key, reading);
+    reading.catch(() => this.reads.delete(key));
+    return reading;
+  }
+}

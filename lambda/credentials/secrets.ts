@@ -1,0 +1,46 @@
+import type * as SecretsManager from '@aws-sdk/client-secrets-manager';
+import { CALL_LIMIT_MS, SharedReads, sourceError, withinDeadline } from './aws-sources';
+
+/** The client secrets of stored credentials, by Secrets Manager secret id. */
+export interface SecretSource {
+  /** Start reading a secret now, as the function initialises, so that the first request rarely waits. */
+  prefetch(secretId: string): void;
+  /** The secret's value: read once per instance, then kept. */
+  current(secretId: string, deadline: number): Promise<string>;
+  /**
+   * The value after the IdP refused `used`: read again, once for all the requests refused with it,
+   * so a rotation costs one refused exchange. `used` again means the secret has not changed.
+   */
+  afterRejection(secretId: string, used: string, deadline: number): Promise<string>;
+}
+
+// What the contract allows a caller's client_secret: the same holds for one the broker sends.
+const USABLE_SECRET = /^[\x20-\x7E]{1,1024}$/;
+
+/**
+ * Secrets Manager through the AWS SDK, configured the standard way (AWS_ENDPOINT_URL_SECRETS_MANAGER
+ * points it at a local stand-in). Called only when a stored credential has a secret: the SDK module
+ * loads with it.
+ */
+export function secretsManagerSecrets(): SecretSource {
+  /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only when a credential has a secret */
+  const { GetSecretValueCommand, SecretsManagerClient } = require('@aws-sdk/client-secrets-manager') as typeof SecretsManager;
+  const client = new SecretsManagerClient({ maxAttempts: 2 });
+  const reads = new SharedReads(async (secretId) => {
+    const { SecretString: value } = await client.send(new GetSecretValueCommand({ SecretId: secretId }), {
+      abortSignal: AbortSignal.timeout(CALL_LIMIT_MS),
+    });
+    // The SecretString is the client secret itself, as the IdP issued it: not a JSON document, no line break.
+    if (!USABLE_SECRET.test(value ?? '')) throw sourceError('SecretUnusable');
+    return value as string;
+  });
+  return {
+    prefetch: (secretId) => void reads.get(secretId).catch(() => undefined),
+    current: (secretId, deadline) => withinDeadline(reads.get(secretId), deadline),
+    async afterRejection(secretId, used, deadline) {
+      // Another request refused with the same value may have started the new read already: share it.
+      const kept = await withinDeadline(reads.get(secretId), deadline);
+      return kept !== used ? kept : withinDeadline(reads.again(secretId), deadline);
+    },
+  };
+}

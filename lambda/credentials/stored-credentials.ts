@@ -1,0 +1,135 @@
+import { leftUntil, monoMs } from '../cache/time';
+import { type ExchangeError, upstreamFailure } from '../errors';
+import type { TokenTarget } from '../policy/token-url-policy';
+import { clientAssertionClaims } from '../request/client-assertion';
+import type { ClientAuthentication, CredentialAsk } from '../request/token-request';
+import { exchangeToken, type IdpToken, type UpstreamReport } from '../upstream/exchange';
+import { authorize, type CredentialByIssuer, type CredentialRequest } from './access-policy';
+import { CredentialSourceError } from './aws-sources';
+import { verifiedCaller } from './callers';
+import type { PublicJwk } from './jose';
+import { type KeyRing, kmsKeyRing } from './kms-keys';
+import type { StoredAuthentication, StoredCredential } from './registry';
+import { type SecretSource, secretsManagerSecrets } from './secrets';
+
+/** What the stored-credential part of one request did, for its log line: never a secret or an assertion. */
+export interface CredentialReport {
+  /** The name the caller asked for. */
+  credential?: string;
+  /** The caller's ARN, as API Gateway verified it. */
+  caller?: string;
+  /** Why no secret, key or signature came: the AWS error's name, or one of ours. */
+  failure?: string;
+}
+
+/** Sends one exchange with the client authentication given. */
+type Send = (authentication: ClientAuthentication) => Promise<IdpToken>;
+
+/** How the broker authenticates one stored credential's client, for one exchange: one strategy per method. */
+type StoredClientAuth = (send: Send, tokenUrl: string, deadline: number) => Promise<IdpToken>;
+
+/**
+ * The stored credentials of one function instance (STORED_CREDENTIALS): who may use which, and how
+ * the broker authenticates each client. The AWS SDK clients load only for the kinds configured: a
+ * secret loads Secrets Manager's, a key KMS's; with neither, nothing does. Each secret and public key
+ * starts loading as the function initialises.
+ */
+export class StoredCredentials {
+  private readonly byName: ReadonlyMap<string, { readonly credential: StoredCredential; readonly auth: StoredClientAuth }>;
+  private readonly keyIds: string[] = [];
+  private keys?: KeyRing;
+
+  constructor(credentials: readonly StoredCredential[], clock: () => number) {
+    let secrets: SecretSource | undefined;
+    const strategy = ({ authentication: auth, clientId }: StoredCredential): StoredClientAuth => {
+      if (auth.method !== 'private_key_jwt') return secretAuth((secrets ??= secretsManagerSecrets()), auth);
+      this.keyIds.push(auth.keyId);
+      return keyAuth((this.keys ??= kmsKeyRing()), auth.keyId, clientId, clock);
+    };
+    this.byName = new Map(credentials.map((credential) => [credential.name, { credential, auth: strategy(credential) }]));
+  }
+
+  /** Whether `GET /.well-known/jwks.json` is served: only when a credential signs with a KMS key. */
+  get publishesKeys(): boolean {
+    return this.keys !== undefined;
+  }
+
+  /** The request to send for a caller's ask, or the one refusal (see access-policy.ts); the report names both. */
+  authorize(ask: CredentialAsk, event: unknown, report: CredentialReport): CredentialRequest | CredentialByIssuer {
+    const caller = verifiedCaller(event);
+    report.credential = ask.credential;
+    report.caller = caller?.arn;
+    return authorize(ask, this.byName.get(ask.credential)?.credential, caller?.principal);
+  }
+
+  /**
+   * The exchange of an authorised request, with the client authentication the broker holds. A
+   * Secrets Manager or KMS failure is a 502 (a 504 when the deadline ended it), its name in the report.
+   */
+  async exchange(
+    request: CredentialRequest,
+    target: TokenTarget,
+    timeoutMs: number,
+    upstream: UpstreamReport,
+    report: CredentialReport,
+  ): Promise<IdpToken> {
+    const deadline = performance.now() + timeoutMs;
+    const { auth } = this.byName.get(request.credential) as { auth: StoredClientAuth };
+    const send: Send = (authentication) =>
+      exchangeToken(
+        { ...request, ...authentication },
+        target,
+        Math.max(1, leftUntil(monoMs(deadline), monoMs(performance.now()))),
+        upstream,
+      );
+    return sourced(() => auth(send, target.url.href, deadline), report);
+  }
+
+  /** The JWK Set of every key a credential signs with (RFC 7517 5), each once. */
+  async jwks(deadline: number, report: CredentialReport): Promise<{ keys: PublicJwk[] }> {
+    const keys = await sourced(() => Promise.all(this.keyIds.map((keyId) => (this.keys as KeyRing).publicKey(keyId, deadline))), report);
+    // Two credentials may share a key, by one name or two (its alias, its ARN): one JWK for each key.
+    return { keys: keys.filter((key, index) => keys.findIndex((other) => other.kid === key.kid) === index) };
+  }
+}
+
+/**
+ * `client_secret_basic` or `_post` with the secret from Secrets Manager. After a `401` the secret is
+ * read again, and a new value is tried at once: a rotation costs the IdP one refused exchange and
+ * the caller nothing.
+ */
+function secretAuth(secrets: SecretSource, auth: Exclude<StoredAuthentication, { method: 'private_key_jwt' }>): StoredClientAuth {
+  secrets.prefetch(auth.secretId);
+  return async (send, _tokenUrl, deadline) => {
+    const used = await secrets.current(auth.secretId, deadline);
+    try {
+      return await send({ authMethod: auth.method, clientSecret: used });
+    } catch (error) {
+      // An exchange fails with an ExchangeError only; only the client's rejection says the secret may have moved.
+      if ((error as ExchangeError).code !== 'unauthorized') throw error;
+      const fresh = await secrets.afterRejection(auth.secretId, used, deadline);
+      if (fresh === used) throw error;
+      return await send({ authMethod: auth.method, clientSecret: fresh });
+    }
+  };
+}
+
+/** `private_key_jwt` (RFC 7523 2.2) with a fresh assertion signed in KMS for each exchange, never resent. */
+function keyAuth(keys: KeyRing, keyId: string, clientId: string, clock: () => number): StoredClientAuth {
+  keys.prefetch(keyId);
+  return async (send, tokenUrl, deadline) => {
+    const clientAssertion = await keys.signJwt(keyId, clientAssertionClaims(clientId, tokenUrl, clock()), deadline);
+    return send({ authMethod: 'private_key_jwt', clientAssertion });
+  };
+}
+
+/** Run `work`, turning a Secrets Manager or KMS failure into the caller's 502 (504 when the deadline ended it), named in the report. */
+async function sourced<T>(work: () => Promise<T>, report: CredentialReport): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!(error instanceof CredentialSourceError)) throw error;
+    report.failure = error.errorName;
+    throw upstreamFailure(error.timedOut ? 'upstream_timeout' : 'upstream_error');
+  }
+}

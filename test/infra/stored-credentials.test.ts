@@ -1,0 +1,324 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import type { IConstruct } from 'constructs';
+import { buildApp, propsFromContext } from '../../infra/app';
+import type { StoredCredentialProps } from '../../infra/stored-credentials';
+import { TokenExchangeStack, type TokenExchangeStackProps } from '../../infra/token-exchange-stack';
+import { newApp } from './stack-fixture';
+
+// The stack with stored credentials: a KMS key per `key: "kms"` credential, grants to exactly those
+// keys and secrets, STORED_CREDENTIALS as the function reads it, the public JWKS route and its URL.
+
+const EXAMPLE_FILE = join(__dirname, '..', '..', 'infra', 'credentials.example.json');
+const ROLE = 'arn:aws:iam::123456789012:role/orders-service';
+const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:billing/client-secret-AbC123';
+const KEY_ARN = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+
+const keyless = (overrides: Partial<StoredCredentialProps> = {}): StoredCredentialProps => ({
+  name: 'orders-api',
+  clientId: '0oa8keyless',
+  tokenUrl: 'https://example.okta.com/oauth2/default/v1/token',
+  method: 'private_key_jwt',
+  key: 'kms',
+  callers: [ROLE],
+  ...overrides,
+});
+const withSecret = (overrides: Partial<StoredCredentialProps> = {}): StoredCredentialProps => ({
+  name: 'billing-api',
+  clientId: 'billing',
+  issuer: 'https://example.eu.auth0.com/',
+  method: 'client_secret_post',
+  secretName: 'billing/client-secret',
+  callers: [ROLE],
+  ...overrides,
+});
+
+function stackWith(credentials: readonly unknown[], props: TokenExchangeStackProps = {}): TokenExchangeStack {
+  return new TokenExchangeStack(newApp({ bundle: false }), 'CredentialsTest', {
+    allowAnyPublicTokenUrl: true,
+    callerAuthorization: 'iam',
+    storedCredentials: credentials as StoredCredentialProps[],
+    ...props,
+  });
+}
+
+const templateWith = (credentials: readonly unknown[], props: TokenExchangeStackProps = {}) =>
+  Template.fromStack(stackWith(credentials, props));
+
+function storedVariable(template: Template): Record<string, unknown>[] {
+  const [fn] = Object.values(template.findResources('AWS::Lambda::Function')) as {
+    Properties: { Environment: { Variables: Record<string, string> } };
+  }[];
+  return JSON.parse(fn?.Properties.Environment.Variables.STORED_CREDENTIALS ?? 'null') as Record<string, unknown>[];
+}
+
+function rolePolicy(template: Template, name: string): unknown {
+  const [role] = Object.values(template.findResources('AWS::IAM::Role')) as {
+    Properties: { Policies: { PolicyName: string; PolicyDocument: unknown }[] };
+  }[];
+  return role?.Properties.Policies.find((policy) => policy.PolicyName === name)?.PolicyDocument;
+}
+
+describe('stored credentials in the stack', () => {
+  it('creates one RSA_2048 signing key per credential that asks for one, named by an alias of the stack', () => {
+    // Act
+    const template = templateWith([
+      keyless(),
+      keyless({ name: 'inventory.api' }),
+      keyless({ name: 'given', key: undefined, keyId: KEY_ARN }),
+      withSecret(),
+    ]);
+
+    // Assess
+    template.resourceCountIs('AWS::KMS::Key', 2);
+    template.resourcePropertiesCountIs('AWS::KMS::Key', { KeySpec: 'RSA_2048', KeyUsage: 'SIGN_VERIFY' }, 2);
+    template.hasResourceProperties('AWS::KMS::Alias', { AliasName: 'alias/CredentialsTest/orders-api' });
+    template.hasResourceProperties('AWS::KMS::Alias', { AliasName: 'alias/CredentialsTest/inventory_api' });
+    template.hasResource('AWS::KMS::Key', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+  });
+
+  it('gives the function STORED_CREDENTIALS with each key by its alias or ARN and each secret by its name or ARN', () => {
+    // Act
+    const variable = storedVariable(
+      templateWith([
+        keyless({ scopes: ['orders.read'] }),
+        keyless({ name: 'given', key: undefined, keyId: KEY_ARN }),
+        withSecret(),
+        withSecret({ name: 'by-arn', secretName: undefined, secretId: SECRET_ARN }),
+      ]),
+    );
+
+    // Assess
+    expect(variable).toEqual([
+      {
+        name: 'orders-api',
+        clientId: '0oa8keyless',
+        tokenUrl: 'https://example.okta.com/oauth2/default/v1/token',
+        method: 'private_key_jwt',
+        scopes: ['orders.read'],
+        callers: [ROLE],
+        keyId: 'alias/CredentialsTest/orders-api',
+      },
+      {
+        name: 'given',
+        clientId: '0oa8keyless',
+        tokenUrl: 'https://example.okta.com/oauth2/default/v1/token',
+        method: 'private_key_jwt',
+        callers: [ROLE],
+        keyId: KEY_ARN,
+      },
+      {
+        name: 'billing-api',
+        clientId: 'billing',
+        issuer: 'https://example.eu.auth0.com/',
+        method: 'client_secret_post',
+        callers: [ROLE],
+        secretId: 'billing/client-secret',
+      },
+      {
+        name: 'by-arn',
+        clientId: 'billing',
+        issuer: 'https://example.eu.auth0.com/',
+        method: 'client_secret_post',
+        callers: [ROLE],
+        secretId: SECRET_ARN,
+      },
+    ]);
+  });
+
+  it('lets the function sign with those keys and read those secrets, and nothing more', () => {
+    // Act
+    const template = templateWith([
+      keyless(),
+      keyless({ name: 'given', key: undefined, keyId: KEY_ARN }),
+      withSecret(),
+      withSecret({ name: 'by-arn', secretName: undefined, secretId: SECRET_ARN }),
+    ]);
+
+    // Assess
+    const policy = rolePolicy(template, 'UseStoredCredentials') as { Statement: { Resource: unknown[] }[] };
+    const secretByName = {
+      'Fn::Join': [
+        '',
+        [
+          'arn:',
+          { Ref: 'AWS::Partition' },
+          ':secretsmanager:',
+          { Ref: 'AWS::Region' },
+          ':',
+          { Ref: 'AWS::AccountId' },
+          ':secret:billing/client-secret-??????',
+        ],
+      ],
+    };
+    expect(policy).toEqual({
+      Version: '2012-10-17',
+      Statement: [
+        {
+          Effect: 'Allow',
+          Action: ['kms:GetPublicKey', 'kms:Sign'],
+          Resource: expect.arrayContaining([{ 'Fn::GetAtt': [expect.stringMatching(/^StoredCredentialsKeyordersapi/), 'Arn'] }, KEY_ARN]),
+        },
+        { Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: expect.arrayContaining([secretByName, SECRET_ARN]) },
+      ],
+    });
+    expect(policy.Statement.map((statement) => statement.Resource.length)).toEqual([2, 2]);
+    template.hasResourceProperties('AWS::IAM::Role', {
+      Description: Match.stringLikeRegexp("uses its stored credentials' keys and secrets$"),
+    });
+  });
+
+  it('serves GET /.well-known/jwks.json without caller authentication, the only such route, and outputs its URL', () => {
+    // Act
+    const template = templateWith([keyless()]);
+
+    // Assess
+    template.resourceCountIs('AWS::ApiGatewayV2::Route', 3);
+    template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'GET /.well-known/jwks.json', AuthorizationType: 'NONE' });
+    template.resourcePropertiesCountIs('AWS::ApiGatewayV2::Route', { AuthorizationType: 'AWS_IAM' }, 2);
+    template.hasOutput('JwksUrl', {
+      Value: { 'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp('/\\.well-known/jwks\\.json$')])] },
+    });
+  });
+
+  it('has no JWKS route and no JWKS URL when no credential signs with a key', () => {
+    // Act
+    const template = templateWith([withSecret()]);
+
+    // Assess
+    template.resourceCountIs('AWS::ApiGatewayV2::Route', 2);
+    expect(Object.keys(template.findOutputs('JwksUrl'))).toEqual([]);
+    template.resourceCountIs('AWS::KMS::Key', 0);
+  });
+
+  it('graphs requests by credential on the dashboard', () => {
+    // Act
+    const template = templateWith([keyless()]);
+
+    // Assess
+    const [dashboard] = Object.values(template.findResources('AWS::CloudWatch::Dashboard')) as { Properties: { DashboardBody: unknown } }[];
+    expect(JSON.stringify(dashboard?.Properties.DashboardBody)).toContain('MetricName=\\\\\\"CredentialRequests\\\\\\"');
+  });
+
+  it('is clean of cdk-nag findings, acknowledging only the public JWKS route', () => {
+    // Prepare
+    const stack = stackWith([keyless(), withSecret()]);
+
+    // Act
+    const findings = new AwsSolutionsChecks().validateScope(stack).violations.map((violation) => violation.ruleName);
+
+    // Assess
+    expect(findings).toEqual([]);
+    const acknowledged = stack.node
+      .findAll()
+      .filter((construct: IConstruct) =>
+        construct.node.metadata.some((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY),
+      )
+      .map((construct) => construct.node.path);
+    expect(acknowledged).toEqual(['CredentialsTest/Api/GET--.well-known--jwks.json']);
+  });
+});
+
+describe('synth refuses stored credentials it cannot deploy', () => {
+  it('without callerAuthorization=iam, saying why', () => {
+    expect(() => stackWith([keyless()], { callerAuthorization: 'none' })).toThrow(
+      'storedCredentials needs callerAuthorization=iam: a stored credential is handed to the IAM principal API Gateway verified',
+    );
+  });
+
+  it.each<[string, unknown, string]>([
+    [
+      'both key and keyId',
+      keyless({ keyId: KEY_ARN }),
+      'the entry "orders-api" must have exactly one of key: "kms" and keyId with private_key_jwt',
+    ],
+    [
+      'neither key nor keyId',
+      keyless({ key: undefined }),
+      'the entry "orders-api" must have exactly one of key: "kms" and keyId with private_key_jwt',
+    ],
+    [
+      'a key other than kms',
+      { ...keyless(), key: 'hsm' },
+      'the entry "orders-api" must have key "kms" (the stack creates the key), got "hsm"',
+    ],
+    [
+      'a keyId that is no key ARN',
+      keyless({ key: undefined, keyId: 'alias/orders' }),
+      'the entry "orders-api" must have keyId as a KMS key ARN',
+    ],
+    [
+      'both secretName and secretId',
+      withSecret({ secretId: SECRET_ARN }),
+      'the entry "billing-api" must have exactly one of secretName and secretId with client_secret_post',
+    ],
+    [
+      'a secretId that is no complete ARN',
+      withSecret({ secretName: undefined, secretId: 'billing/client-secret' }),
+      'the entry "billing-api" must have secretId as a secret\'s complete ARN (with its six-character suffix), or name it with secretName',
+    ],
+    [
+      'a secretName with a space',
+      withSecret({ secretName: 'billing secret' }),
+      'the entry "billing-api" must have secretName as a Secrets Manager secret name',
+    ],
+    ['a field no entry has', { ...keyless(), scope: 'read' }, 'the entry "orders-api" has fields no entry has: scope'],
+    ['an entry that is no object', 'orders-api', 'the entry at index 0 must have exactly one of secretName and secretId'],
+  ])('an entry with %s, naming it', (_case, entry, message) => {
+    expect(() => stackWith([entry])).toThrow(`storedCredentials: ${message}`);
+  });
+
+  it("refuses what the function would refuse at its start, in the function's words", () => {
+    expect(() => stackWith([keyless({ tokenUrl: 'http://example.okta.com/token' })])).toThrow(
+      'TokenExchangeStack: the function would not start: Environment variable STORED_CREDENTIALS: the entry "orders-api" has a tokenUrl the token URL policy refuses: it must use https',
+    );
+    expect(() => stackWith([keyless()], { allowedTokenUrls: ['https://login.example.com'], allowAnyPublicTokenUrl: undefined })).toThrow(
+      'has a tokenUrl the token URL policy refuses: it is not in the allowlist',
+    );
+  });
+});
+
+describe('-c credentialsFile=PATH', () => {
+  const directory = mkdtempSync(join(tmpdir(), 'credentials-'));
+  const file = (name: string, text: string): string => {
+    const path = join(directory, name);
+    writeFileSync(path, text);
+    return path;
+  };
+
+  it('reads the entries of the file as the stack prop', () => {
+    const props = propsFromContext((key) => (key === 'credentialsFile' ? EXAMPLE_FILE : undefined));
+    expect(props.storedCredentials).toEqual(JSON.parse(readFileSync(EXAMPLE_FILE, 'utf8')));
+  });
+
+  it.each([
+    ['a file that does not exist', () => join(directory, 'missing.json'), 'cannot read the credentials file', '(ENOENT)'],
+    ['a file that is not JSON', () => file('broken.json', '[{'), 'cannot read the credentials file', '(it is not JSON)'],
+    ['a file of one object', () => file('object.json', '{"name":"x"}'), 'must hold a JSON array of credential entries', ''],
+  ])('stops on %s, naming the key and the path', (_case, path, message, why) => {
+    const at = path();
+    expect(() => propsFromContext((key) => (key === 'credentialsFile' ? at : undefined))).toThrow(`Context key "credentialsFile": `);
+    expect(() => propsFromContext((key) => (key === 'credentialsFile' ? at : undefined))).toThrow(`${message}`);
+    expect(() => propsFromContext((key) => (key === 'credentialsFile' ? at : undefined))).toThrow(at);
+    if (why) expect(() => propsFromContext((key) => (key === 'credentialsFile' ? at : undefined))).toThrow(why);
+  });
+
+  it('synthesizes the example file, which holds no secret, with IAM callers', () => {
+    // Act
+    const stack = buildApp(newApp({ bundle: false, context: { credentialsFile: EXAMPLE_FILE, callerAuthorization: 'iam' } }));
+    const template = Template.fromStack(stack);
+
+    // Assess
+    template.resourceCountIs('AWS::KMS::Key', 1);
+    expect(storedVariable(template).map((entry) => entry.name)).toEqual(['orders-api', 'billing-api']);
+    // A secret is named, never held: the file has no field a secret's value could be in.
+    const fields = (JSON.parse(readFileSync(EXAMPLE_FILE, 'utf8')) as Record<string, unknown>[]).flatMap((entry) => Object.keys(entry));
+    expect(new Set(fields)).toEqual(
+      new Set(['name', 'clientId', 'tokenUrl', 'issuer', 'method', 'key', 'secretName', 'scopes', 'audience', 'callers']),
+    );
+  });
+});

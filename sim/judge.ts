@@ -1,5 +1,6 @@
 import type { ItemKeys } from '../lambda/cache/sealed-item';
 import { hedgeFor } from '../lambda/cache/rules';
+import { CLOCK_TOLERANCE_MS } from '../lambda/cache/time';
 import type { IdpRequest, ResponseClass, SimIdp } from './idp';
 import type { Scenario, SimKey } from './scenario';
 import type { Answered, Violation } from './simulation';
@@ -197,20 +198,27 @@ export class Judge {
     const source = this.plan.keys.find((candidate) => candidate.id === request.key) as SimKey;
     if (source.client !== key.client || source.tokenUrl !== key.tokenUrl) return false;
     if (source.assertion) return key.assertion;
-    return this.proven(source, request.endedAt, request.by);
+    return this.proven(source, request.endedAt, request.by, false);
   }
 
   /**
    * Whether a key had a kept token at `at` (fresh, stale, or expired less than one lifetime ago) and no
    * rejection since: in the fleet, or with `memory` on the instance `by` alone, which knows no other's.
+   * `surely`: proven however the instances' clocks dated it (to demand a hold), else by some (to excuse one).
    */
-  private proven(key: SimKey, at: number, by: string): boolean {
-    let provenUntil = -Infinity;
+  private proven(key: SimKey, at: number, by: string, surely: boolean): boolean {
+    let [provenUntil, rejectedAt] = [-Infinity, -Infinity];
+    // The code proves a key by a token received more than the clocks' tolerance after its rejection, each dated
+    // by its own instance's clock: by true time, more than the tolerance give or take the clocks' spread.
+    const spread = Math.max(...this.plan.skewsMs) - Math.min(...this.plan.skewsMs);
+    const doubt = CLOCK_TOLERANCE_MS + (surely ? spread : -spread);
     for (const request of this.idp.requests) {
       if (request.key !== key.id || request.endedAt > at || (this.plan.cache === 'memory' && request.by !== by)) continue;
       const expiresIn = request.answer.kind === 'token' ? request.answer.expiresIn : undefined;
-      if (request.class === 'token' && expiresIn !== undefined && expiresIn > 30) provenUntil = request.endedAt + 2 * expiresIn * 1000;
-      if (request.class === 'unauthorized') provenUntil = -Infinity;
+      if (request.class === 'token' && expiresIn !== undefined && expiresIn > 30 && request.endedAt > rejectedAt + doubt) {
+        provenUntil = request.endedAt + 2 * expiresIn * 1000;
+      }
+      if (request.class === 'unauthorized') [provenUntil, rejectedAt] = [-Infinity, request.endedAt];
     }
     return at < provenUntil;
   }
@@ -220,7 +228,7 @@ export class Judge {
    * the proof was in that instance's own memory (it got the token) or in the table, untouched since.
    */
   private provenKnown(key: SimKey, throttle: IdpRequest): boolean {
-    if (!this.proven(key, throttle.endedAt, throttle.by)) return false;
+    if (!this.proven(key, throttle.endedAt, throttle.by, true)) return false;
     const own = this.idp.requests.some(
       (request) => request.key === key.id && request.by === throttle.by && request.class === 'token' && request.endedAt < throttle.sentAt,
     );
@@ -277,7 +285,7 @@ export class Judge {
           source.tokenUrl === key.tokenUrl &&
           (source.assertion ? key.assertion : this.provenKnown(source, throttle)));
       // A request is bound by a hold from when it could know of it: its own instance at once, the others once it is in the table.
-      const known = throttle.by === sent.by ? throttle.endedAt : this.landedAfter(throttle);
+      const known = throttle.by === sent.by ? throttle.endedAt : this.landedAfter(throttle, key);
       if (held && sent.arrivedAt > known && !this.troubled(key, throttle.sentAt - this.plan.upstreamTimeoutMs, sent.sentAt)) {
         this.failAt(
           'hold shortened',
@@ -296,7 +304,9 @@ export class Judge {
     for (const anchor of earlier) {
       // A later exchange that brought a token supersedes the burst's outcome: nothing of it is remembered after.
       const superseded = earlier.find((request) => request.sentAt > anchor.sentAt && request.class === 'token')?.endedAt ?? Infinity;
-      const remembered = anchor.class === 'token' || anchor.class === 'throttled' ? 0 : Math.max(0, windowOf(anchor) - spread);
+      // A timeout the cache's own waiting cut short (less than the deadline but the hedge) is never remembered (rules.ts, cutShort).
+      const cut = anchor.class === 'timeout' && anchor.timeoutMs < this.plan.upstreamTimeoutMs - hedgeFor(this.plan.upstreamTimeoutMs);
+      const remembered = anchor.class === 'token' || anchor.class === 'throttled' || cut ? 0 : Math.max(0, windowOf(anchor) - spread);
       const end = Math.min(superseded, anchor.endedAt + remembered);
       if (!(anchor.sentAt < sent.sentAt && sent.sentAt <= end)) continue;
       const inBurst = earlier.filter((request) => request.sentAt > anchor.sentAt && request.sentAt <= end).length + 1;
@@ -310,9 +320,16 @@ export class Judge {
     }
   }
 
-  /** When the first write after a throttle landed in the table (the hold, or the key's outcome), or never. */
-  private landedAfter(throttle: IdpRequest): number {
-    return this.table.notes.find((note) => note.kind === 'write' && note.at >= throttle.endedAt)?.at ?? Infinity;
+  /**
+   * When the first write after a throttle landed where `key`'s requests read it, or never: a hold item
+   * (the client's, or one the judge has no keys for: an assertion hold), or the key's own outcome.
+   */
+  private landedAfter(throttle: IdpRequest, key: SimKey): number {
+    const tells = (pk: string) => {
+      const owner = this.items.get(pk)?.key;
+      return owner === undefined || owner === `hold:${key.client}` || (owner === key.id && key.id === throttle.key);
+    };
+    return this.table.notes.find((note) => note.kind === 'write' && note.at >= throttle.endedAt && tells(note.pk))?.at ?? Infinity;
   }
 
   /** Trouble that excuses a departure from what `off` would answer: a death, a late landing, an adversary's write. */

@@ -158,7 +158,7 @@ export class Judge {
 
   /**
    * The key's item showed the request a claim whose holder's instance then died, or met the table in
-   * trouble: a claim that may never be settled, which a waiter waits out before it takes over.
+   * trouble, or an adversary's item: a claim that may never be settled, which a waiter waits out.
    */
   private waitedOnStranded(answer: Answered): boolean {
     const [pk, keys] = [...this.items.entries()].find(([, candidate]) => candidate.key === answer.key.id) ?? [];
@@ -168,7 +168,11 @@ export class Judge {
       const state = note && openItem(keys, note.item);
       return state?.kind === 'key' && state.activity.kind === 'claim' ? state.activity.claim.holder : undefined;
     };
-    const seen = [writes.filter((note) => note.at <= answer.arrivedAt).at(-1), ...writes.filter((note) => note.at > answer.arrivedAt)];
+    const before = writes.filter((note) => note.at <= answer.arrivedAt).at(-1);
+    // An adversary's item still in place when the request came (a replayed claim is waited out, as a dead holder's).
+    const tampered = this.tamperings.filter((tampering) => tampering.pk === pk && tampering.at <= answer.arrivedAt).at(-1);
+    if (tampered && tampered.at > (before?.at ?? -Infinity)) return true;
+    const seen = [before, ...writes.filter((note) => note.at > answer.arrivedAt)];
     return seen.some((note) => {
       const holder = holderOf(note);
       const claimed = holder && (writes.find((write) => holderOf(write) === holder) as WriteNote);

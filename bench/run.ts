@@ -92,12 +92,11 @@ async function main(): Promise<void> {
   const bench: Bench = { node, dir, bundlePath, workerPath: join(dir, 'worker.js'), env, tokenUrl, verdict, atMost };
   const { metafile } = await build({ ...lambdaBuildOptions(bundlePath), metafile: true });
   await build(awsSdkBuildOptions(join(dirname(bundlePath), AWS_SDK_FILE)));
-
   await build({ entryPoints: [join(__dirname, 'worker.ts')], outdir: dir, bundle: true, platform: 'node', logLevel: 'warning' });
   const coldOnly = process.argv.includes('--cold-start');
   console.error(coldOnly ? 'bench: cold starts' : 'bench: warm calls, the bundle, then cold starts and the fleet (most of the run)');
+  // A stored credential's KMS key is in the fleet's services.
   const fleetSections = async (fleet: Fleet) => [
-    // A stored credential's KMS key is in the fleet's services.
     ...(coldOnly ? [] : [await warmScenario(bench, server.connections, fleet.env), bundleSection(bench, metafile)]),
     await coldStart(bench, fleet.env),
     ...(coldOnly ? [] : [await sharedCache(fleet)]),

@@ -61,7 +61,6 @@ export async function measure(subjects: Record<string, Call>, rounds: number): P
   }
   return samples;
 }
-
 async function warm(): Promise<WarmResult> {
   const subjects: Record<string, Call> = {};
   for (const name of env('BENCH_SUBJECTS').split(',')) subjects[name] = await subject(name);
@@ -69,7 +68,6 @@ async function warm(): Promise<WarmResult> {
   const samples = await measure(subjects, Number(env('BENCH_ROUNDS')));
   return { samples, rssBytes: process.memoryUsage().rss, heapUsedBytes: process.memoryUsage().heapUsed };
 }
-
 async function cold(): Promise<ColdResult> {
   // Time the first require() of the SDK's bundle beside the function's, and the one call of the pepper's client.
   const [sdkMs, loader] = [{} as Record<string, number>, require('node:module') as { _load: (...args: unknown[]) => unknown }];

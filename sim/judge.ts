@@ -48,6 +48,11 @@ export class Judge {
     this.deaths.push({ at, instance });
   }
 
+  /** When the instance named `instance` at `at` started: a dead instance's successor takes its name, not its memory. */
+  private bornAt(instance: string, at: number): number {
+    return this.deaths.filter((death) => death.instance === instance && death.at <= at).at(-1)?.at ?? -Infinity;
+  }
+
   tampered(pk: string, at: number): void {
     this.tamperings.push({ pk, at });
   }
@@ -217,7 +222,9 @@ export class Judge {
     const spread = Math.max(...this.plan.skewsMs) - Math.min(...this.plan.skewsMs);
     const doubt = CLOCK_TOLERANCE_MS + (surely ? spread : -spread);
     for (const request of this.idp.requests) {
-      if (request.key !== key.id || request.endedAt > at || (this.plan.cache === 'memory' && request.by !== by)) continue;
+      const memory = this.plan.cache === 'memory';
+      if (request.key !== key.id || request.endedAt > at || (memory && (request.by !== by || request.sentAt < this.bornAt(by, at))))
+        continue;
       const expiresIn = request.answer.kind === 'token' ? request.answer.expiresIn : undefined;
       if (request.class === 'token' && expiresIn !== undefined && expiresIn > 30 && request.endedAt > rejectedAt + doubt) {
         provenUntil = request.endedAt + 2 * expiresIn * 1000;
@@ -234,7 +241,12 @@ export class Judge {
   private provenKnown(key: SimKey, throttle: IdpRequest): boolean {
     if (!this.proven(key, throttle.endedAt, throttle.by, true)) return false;
     const own = this.idp.requests.some(
-      (request) => request.key === key.id && request.by === throttle.by && request.class === 'token' && request.endedAt < throttle.sentAt,
+      (request) =>
+        request.key === key.id &&
+        request.by === throttle.by &&
+        request.sentAt >= this.bornAt(throttle.by, throttle.sentAt) &&
+        request.class === 'token' &&
+        request.endedAt < throttle.sentAt,
     );
     const [pk, keys] = [...this.items.entries()].find(([, candidate]) => candidate.key === key.id) ?? [];
     const written = this.table.notes

@@ -162,8 +162,8 @@ export class Judge {
   }
 
   /**
-   * The key's item showed the request a claim whose holder's instance then died, or met the table in
-   * trouble, or an adversary's item: a claim that may never be settled, which a waiter waits out.
+   * The key's item showed the request a claim whose holder's instance then died, or whose visit met the
+   * table in trouble, or an adversary's item: a claim that may never be settled, or was made late.
    */
   private waitedOnStranded(answer: Answered): boolean {
     const [pk, keys] = [...this.items.entries()].find(([, candidate]) => candidate.key === answer.key.id) ?? [];
@@ -183,9 +183,11 @@ export class Judge {
       const claimed = holder && (writes.find((write) => holderOf(write) === holder) as WriteNote);
       if (!claimed) return false;
       const since = (at: number) => at >= claimed.at && at <= answer.answeredAt;
+      // Trouble before the claim counts too: a holder the table held up claims late, with less of its deadline left.
+      const inVisit = (at: number) => at >= claimed.at - this.plan.upstreamTimeoutMs && at <= answer.answeredAt;
       return (
         this.deaths.some((death) => death.instance === claimed.by && since(death.at)) ||
-        this.troubles.some((trouble) => trouble.by === claimed.by && trouble.pk === pk && since(trouble.at))
+        this.troubles.some((trouble) => trouble.by === claimed.by && trouble.pk === pk && inVisit(trouble.at))
       );
     });
   }

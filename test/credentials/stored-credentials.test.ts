@@ -357,6 +357,21 @@ describe('a stored credential whose key is in KMS (private_key_jwt)', () => {
     expect(records.map((record) => record.credential_error)).toEqual(['KeyNotForSigning', 'KeyNotForSigning']);
   });
 
+  it('asks KMS twice at most for a read it throttles, then answers 502', async () => {
+    // Prepare
+    sources.kms.behave('GetPublicKey', { errorType: 'ThrottlingException' });
+    const before = sources.kms.calls.length;
+    const { handle } = handlerFor([keyEntry(rsaKey)]);
+
+    // Act
+    const result = await handle(jwksEvent());
+    sources.kms.behave('GetPublicKey', {});
+
+    // Assess
+    expect(result.statusCode).toBe(502);
+    expect(sources.kms.calls.slice(before)).toEqual(['GetPublicKey', 'GetPublicKey']);
+  });
+
   it('publishes the key once KMS gives it, after failing while it would not', async () => {
     // Prepare: the read as the instance starts fails, and is not kept.
     sources.kms.behave('GetPublicKey', { errorType: 'KMSInternalException' });

@@ -234,6 +234,21 @@ describe('a stored credential whose secret is in Secrets Manager', () => {
     expect(readsOf(entry.secretId)).toBe(2);
   });
 
+  it('asks Secrets Manager twice at most for a read it throttles, then answers 502', async () => {
+    // Prepare
+    const secretId = secretNamed();
+    sources.secrets.failWith(secretId, 'ThrottlingException');
+    const { handle } = handlerFor([secretEntry({ secretId })]);
+
+    // Act
+    const result = await handle(ask({ credential: 'orders' }));
+    sources.secrets.failWith(secretId, undefined);
+
+    // Assess
+    expect(result.statusCode).toBe(502);
+    expect(readsOf(secretId)).toBe(2);
+  });
+
   it.each([
     ['that does not exist', () => 'orders/missing', 'ResourceNotFoundException'],
     ['whose value ends with a line break', () => secretNamed(`${SECRET}\n`), 'SecretUnusable'],

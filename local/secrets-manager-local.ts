@@ -10,6 +10,8 @@ export interface LocalSecretsManager {
   set(name: string, value: string | Uint8Array): void;
   /** The secret ids of the GetSecretValue calls answered so far, in order. */
   readonly reads: string[];
+  /** Answer every read of `name` with the error `errorType` from now on (a throttle, say); undefined answers normally again. */
+  failWith(name: string, errorType: string | undefined): void;
   close(): Promise<void>;
 }
 
@@ -21,6 +23,7 @@ export interface LocalSecretsManager {
 export async function startLocalSecretsManager(secrets: Record<string, string>): Promise<LocalSecretsManager> {
   const values = new Map<string, string | Uint8Array>(Object.entries(secrets));
   const reads: string[] = [];
+  const failures = new Map<string, string>();
   const server = createServer((request, response) => {
     void readJson(request).then((body) => {
       const answer = (status: number, payload: object) => answerJson(response, status, payload);
@@ -29,6 +32,8 @@ export async function startLocalSecretsManager(secrets: Record<string, string>):
       }
       const name = typeof body.SecretId === 'string' ? body.SecretId : '';
       reads.push(name);
+      const failure = failures.get(name);
+      if (failure !== undefined) return answer(400, { __type: failure, message: 'GetSecretValue fails here, as asked' });
       const value = values.get(name);
       if (value === undefined)
         return answer(400, { __type: 'ResourceNotFoundException', message: 'Secrets Manager cannot find the specified secret.' });
@@ -48,6 +53,7 @@ export async function startLocalSecretsManager(secrets: Record<string, string>):
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     set: (name, value) => values.set(name, value),
     reads,
+    failWith: (name, errorType) => (errorType === undefined ? failures.delete(name) : failures.set(name, errorType)),
     async close() {
       server.closeAllConnections();
       server.close();

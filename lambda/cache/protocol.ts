@@ -581,13 +581,8 @@ function answerAndShare(visit: Visit, outcome: Outcome, now: Now): Step {
  * claim and outcomes it holds: one conditional write, and one more over what refused it.
  */
 function share(visit: Visit, outcome: Outcome, now: Now): Step {
-  if (
-    outcome.kind !== 'token' ||
-    outcome.from !== 'idp' ||
-    !keepable(outcome.entry.token) ||
-    visit.lastRead === undefined ||
-    visit.shares >= 2
-  ) {
+  // Only this visit's own exchange gives a token here: always the IdP's.
+  if (outcome.kind !== 'token' || !keepable(outcome.entry.token) || visit.lastRead === undefined || visit.shares >= 2) {
     return { visit, actions: [] };
   }
   const base = visit.lastRead.state;

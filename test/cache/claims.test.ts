@@ -71,6 +71,12 @@ describe('judge', () => {
     expect(see(b, claim({ beat: 0 }), 200).verdict).toBe('silent');
   });
 
+  it('counts a holder seen before at no lower beat as gone, though the watch names no last claim', () => {
+    const seenOnly: Watch = { beats: [['holder-a', 2]], last: undefined };
+
+    expect(see(seenOnly, claim({ beat: 2 }), 0)).toEqual({ watch: seenOnly, verdict: 'silent' });
+  });
+
   it('waits for a holder whose clock is 4 s behind: liveness never compares clocks', () => {
     expect(see(EMPTY_WATCH, claim({ claimedAt: epochMs(NOW - 4000) }), 0).verdict).toBe('alive');
   });

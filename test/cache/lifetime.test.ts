@@ -55,6 +55,12 @@ describe('phaseOf', () => {
     expect(phaseOf(entry(undefined), at(0))).toBe('expired');
   });
 
+  it('counts an expires_in that is neither a finite number nor a string of digits as none', () => {
+    expect(phaseOf(entry(Number.POSITIVE_INFINITY), at(0))).toBe('expired');
+    expect(phaseOf(entry(['3600']), at(0))).toBe('expired');
+    expect(keepable(entry(['3600']).token)).toBe(false);
+  });
+
   it('counts a string expires_in as the seconds it spells', () => {
     expect(phaseOf(entry('3600'), at(3_240_000))).toBe('stale');
   });
@@ -94,12 +100,13 @@ describe('answerFrom', () => {
     expect(answerFrom(entry(3600, { ext_expires_in: 'later' }), at(60_000)).ext_expires_in).toBe('later');
     expect(answerFrom(entry(3600, { ext_expires_in: 'in 7200' }), at(60_000)).ext_expires_in).toBe('in 7200');
     expect(answerFrom(entry(3600, { ext_expires_in: '7200 s' }), at(60_000)).ext_expires_in).toBe('7200 s');
+    expect(answerFrom(entry(3600, { ext_expires_in: ['7200'] }), at(60_000)).ext_expires_in).toEqual(['7200']);
   });
 
   it('adds no ext_expires_in where the IdP sent none, and changes nothing else', () => {
     const answered = answerFrom(entry(3600, { scope: 'read' }), at(1000));
 
-    expect(answered).toEqual({ access_token: 'at', expires_in: 3599, scope: 'read' });
+    expect(answered).toStrictEqual({ access_token: 'at', expires_in: 3599, scope: 'read' });
   });
 
   it('never raises expires_in for a token dated ahead of this clock', () => {

@@ -1066,3 +1066,185 @@ describe('visitOver', () => {
     expect([claiming.answered, visitOver(claiming)]).toEqual([true, false]);
   });
 });
+
+describe('a read of the key, at its edges', () => {
+  const waiting = () => run(start(), [read(claimed(), 0), 2], [{ kind: 'timer', timer: 'poll', at: monoMs(102) }, 102]);
+
+  it('takes the outcome of the latest exchange it waited for, when the item carries several', () => {
+    const outcomes = [
+      ended('other', { kind: 'failure', failure: failure('upstream_error', 900) }),
+      ended('next', { kind: 'answered', entry: token('after'), until: epochMs(T0 + 5000) }, ['other']),
+    ];
+
+    const { actions } = run(waiting(), [read(item({ ended: outcomes }), 102), 104]);
+
+    expect(answerOf(actions)).toEqual({ kind: 'token', entry: token('after', 0, true), from: 'table' });
+  });
+
+  it('remembers the last failure the item carries, though an answered exchange came after it', () => {
+    const outcomes = [
+      ended('x', { kind: 'failure', failure: failure('upstream_error', 500) }),
+      ended('y', { kind: 'failure', failure: failure('upstream_timeout', 600) }),
+      ended('z', { kind: 'answered', entry: token('theirs'), until: epochMs(T0 + 5000) }),
+    ];
+
+    const { actions } = run(start(), [read(item({ ended: outcomes })), 0]);
+
+    expect(answerOf(actions)).toMatchObject({ kind: 'failure', failure: failure('upstream_timeout', 600), cause: 'failure' });
+  });
+
+  it('takes a token dated as far ahead as the clocks tolerate', () => {
+    const ahead = token('ahead', -CLOCK_TOLERANCE_MS);
+
+    const { actions } = run(start(), [read(item({ memo: { kept: ahead, rejectedAt: epochMs(0) } })), 0]);
+
+    expect(answerOf(actions)).toEqual({ kind: 'token', entry: { ...ahead, fleet: true }, from: 'table' });
+  });
+
+  it('carries no outcome whose use ended, even at the very moment it ended', () => {
+    const answered = (holder: string, untilMs: number): Ended =>
+      ended(holder, { kind: 'answered', entry: token(holder), until: epochMs(T0 + untilMs) });
+
+    const { actions } = run(start(), [
+      read(item({ ended: [answered('a', -CLOCK_TOLERANCE_MS), answered('b', 1 - CLOCK_TOLERANCE_MS)] })),
+      0,
+    ]);
+
+    expect(writeOf(actions)?.state.ended.map((outcome) => outcome.holder)).toEqual(['b']);
+  });
+
+  it('claims again after a refusal without reading the hold a second time', () => {
+    const claiming = run(start(), [read(undefined, 0, UNVERSIONED), 2]);
+
+    const { actions } = run(claiming, [
+      wrote('claim', { kind: 'lost', read: { state: undefined, expected: UNVERSIONED, startedAt: monoMs(3), endedAt: monoMs(4) } }),
+      5,
+    ]);
+
+    expect(kinds(actions)).toEqual(['write:claim']);
+  });
+
+  it('writes into its claim how long the exchange the hedge started has run', () => {
+    const { actions } = run(start(), [{ kind: 'timer', timer: 'hedge', at: monoMs(200) }, 200], [read(undefined), 260]);
+
+    expect(writeOf(actions, 'claim')?.state.activity).toMatchObject({ claim: { runMs: 60, leftMs: 4740 } });
+  });
+});
+
+describe('a visit, at its edges', () => {
+  const holding = (parts: Partial<VisitAsk> = {}) =>
+    run(start(parts), [read(undefined, 0, UNVERSIONED), 2], [wrote('claim', { kind: 'won' }), 5], [{ kind: 'hold', hold: undefined }, 6]);
+  /** A refusal of the write `rev` (the latest) by an item at revision `at`. */
+  const lost = (write: 'renew' | 'settle' | 'share', state: KeyItem | undefined, at = 'n', rev = LATEST): VisitEvent =>
+    wrote(write, { kind: 'lost', read: { state, expected: revs(at), startedAt: monoMs(0), endedAt: monoMs(0) } }, rev);
+
+  it('rewrites a settle over its own claim moved twice at most, then counts itself taken over', () => {
+    const done = run(holding(), [{ kind: 'exchanged', result: { token: token('new') } }, 100]);
+    const moved = claimed({ holder: 'me' });
+
+    const once = run(done, [lost('settle', moved, 'f1'), 110]);
+    const twice = run(once, [lost('settle', moved, 'f2'), 112]);
+    const thrice = run(twice, [lost('settle', moved, 'f3'), 114]);
+
+    expect(kinds(once.actions)).toEqual(['write:settle']);
+    expect(kinds(twice.actions)).toEqual(['write:settle']);
+    expect(kinds(thrice.actions)).toEqual(['answer', 'write:share']);
+    expect(thrice.visit.key.kind).toBe('done');
+  });
+
+  it('rewrites its settle without the token a rejection since voids, keeping that rejection', () => {
+    const mine = token('mine', 3_220_000);
+    const done = run(holding({ known: mine }), [{ kind: 'exchanged', result: { failure: failure('upstream_error', 1100) } }, 100]);
+    const rejected = claimed({ holder: 'me' }, { memo: { kept: null, rejectedAt: epochMs(T0 - 1000) } });
+
+    const { actions } = run(done, [lost('settle', rejected, 'moved'), 110]);
+
+    expect(writeOf(done.actions, 'settle')?.state.memo).toEqual({ kept: mine, rejectedAt: 0 });
+    expect(writeOf(actions, 'settle')?.state.memo).toEqual({ kept: null, rejectedAt: T0 - 1000 });
+  });
+
+  it('writes a settle again over an item a refused renewal left with no string revision', () => {
+    const renewing = run(holding(), [{ kind: 'timer', timer: 'renew', at: monoMs(256) }, 256]);
+    const settling = run(renewing, [{ kind: 'exchanged', result: { token: token('new') } }, 300]);
+    const renewalRefused = run(settling, [wrote('renew', { kind: 'lost', read: undefined }, 'me.1'), 310]);
+
+    const { actions } = run(renewalRefused, [wrote('settle', { kind: 'failed' }, 'me.2'), 320]);
+
+    expect(writeOf(actions, 'settle')?.expected).toEqual({ revs: ['me.2'], unversioned: true });
+  });
+
+  it('taken over where the item keeps only a stale token: shares its own', () => {
+    const done = run(holding(), [{ kind: 'exchanged', result: { token: token('new') } }, 100]);
+    const theirs = claimed({ holder: 'new' }, { memo: { kept: token('old', 3_300_000), rejectedAt: epochMs(0) } });
+
+    const { actions } = run(done, [lost('settle', theirs), 110]);
+
+    expect(kinds(actions)).toEqual(['answer', 'write:share']);
+    expect(writeOf(actions, 'share')?.state.memo.kept).toEqual(token('new'));
+  });
+
+  it('shares no third time, however often the share is refused', () => {
+    const done = run(holding(), [{ kind: 'exchanged', result: { token: token('new') } }, 100]);
+    const shared = run(done, [lost('settle', claimed({ holder: 'new' })), 110]);
+    const again = run(shared, [lost('share', claimed({ holder: 'new' }), 'n2'), 120]);
+
+    const { actions } = run(again, [lost('share', claimed({ holder: 'new' }), 'n3'), 130]);
+
+    expect(kinds(again.actions)).toEqual(['write:share']);
+    expect(actions).toEqual([]);
+  });
+
+  it('ignores a renewal timer set before the hold read started the renewals anew', () => {
+    const claimedFirst = run(start(), [read(undefined, 0, UNVERSIONED), 2], [wrote('claim', { kind: 'won' }), 5]);
+    const hedged = run(claimedFirst, [{ kind: 'timer', timer: 'hedge', at: monoMs(200) }, 200]);
+    const held = run(hedged, [{ kind: 'hold', hold: undefined }, 300]);
+
+    const { actions } = run(held, [{ kind: 'timer', timer: 'renew', at: monoMs(450) }, 450]);
+
+    expect(timerAt(hedged.actions, 'renew')).toBe(450);
+    expect(timerAt(held.actions, 'renew')).toBe(550);
+    expect(actions).toEqual([]);
+  });
+
+  it('asks the IdP no more at the hedge once it has answered, or settles a hold it read', () => {
+    const answered = run(start(), [read(item({ memo: { kept: token('kept'), rejectedAt: epochMs(0) } })), 1]);
+    const settlingHold = run(
+      start(),
+      [read(undefined, 0, UNVERSIONED), 2],
+      [{ kind: 'hold', hold: failure('upstream_throttled', 10_000) }, 4],
+      [wrote('claim', { kind: 'won' }), 5],
+    );
+    const hedge: VisitEvent = { kind: 'timer', timer: 'hedge', at: monoMs(200) };
+
+    expect(kinds(settlingHold.actions)).toEqual(['write:settle', 'timer:settle']);
+    expect(run(answered, [hedge, 200]).actions).toEqual([]);
+    expect(run(settlingHold, [hedge, 200]).actions).toEqual([]);
+  });
+
+  it('is over once answered at its deadline while it waited or read', () => {
+    const deadline: VisitEvent = { kind: 'timer', timer: 'deadline', at: monoMs(5000) };
+    const waiting = run(start(), [read(claimed(), 0), 2]);
+    const polling = run(waiting, [{ kind: 'timer', timer: 'poll', at: monoMs(102) }, 102]);
+
+    expect(visitOver(run(waiting, [deadline, 5000]).visit)).toBe(true);
+    expect(visitOver(run(polling, [deadline, 5000]).visit)).toBe(true);
+  });
+
+  it('answers a timeout of an exchange it started late as its own deadline', () => {
+    const waiting = run(start(), [read(claimed(), 0), 2]);
+    const polling = run(waiting, [{ kind: 'timer', timer: 'poll', at: monoMs(102) }, 1000]);
+    const hedged = run(polling, [{ kind: 'timer', timer: 'hedge', at: monoMs(1200) }, 1200]);
+
+    const { actions } = run(hedged, [{ kind: 'exchanged', result: { failure: failure('upstream_timeout', 1000) } }, 5000]);
+
+    expect(answerOf(actions)).toMatchObject({ failure: { code: 'upstream_timeout' }, cause: 'deadline' });
+  });
+
+  it('lets no expired token stand in for a failure, though it still proves the key', () => {
+    const expired = token('expired', 3_700_000);
+
+    const { actions } = start({ known: expired, deadline: monoMs(0) });
+
+    expect(answerOf(actions)).toMatchObject({ kind: 'failure', kept: undefined, scope: 'client' });
+  });
+});

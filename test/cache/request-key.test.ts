@@ -1,4 +1,15 @@
-import { assertionHoldKey, cacheable, clientHoldKey, memoryKey, requestText, type SecretRequest } from '../../lambda/cache/request-key';
+import type { CredentialRequest } from '../../lambda/credentials/access-policy';
+import {
+  assertionHoldKey,
+  cacheable,
+  clientHoldKey,
+  holdKeyOf,
+  keySecret,
+  memoryKey,
+  requestText,
+  type SecretRequest,
+  vouched,
+} from '../../lambda/cache/request-key';
 import { parseTokenRequest } from '../../lambda/request/token-request';
 import { SECRET_REQUEST, tokenEvent } from '../support/events';
 
@@ -58,5 +69,34 @@ describe('memoryKey and the hold keys', () => {
   it("keep a client's private_key_jwt holds apart from the holds on the whole client", () => {
     expect(assertionHoldKey('c', URL)).toBe('["c","https://idp.example/t","private_key_jwt"]');
     expect(assertionHoldKey('c', URL)).not.toBe(clientHoldKey('c', URL));
+  });
+});
+
+describe("a stored credential's request", () => {
+  const STORED: CredentialRequest = {
+    credential: 'orders',
+    clientId: 'c',
+    accessTokenUrl: URL,
+    grantType: 'client_credentials',
+    authMethod: 'private_key_jwt',
+  };
+
+  it("is cacheable whatever its method, where a caller's private_key_jwt request is not", () => {
+    const assertion = { clientId: 'c', accessTokenUrl: URL, grantType: 'g', authMethod: 'private_key_jwt', clientAssertion: 'a.b.c' };
+
+    expect(cacheable(STORED)).toBe(true);
+    expect(cacheable(assertion as Parameters<typeof cacheable>[0])).toBe(false);
+  });
+
+  it('is keyed by no secret, and holds its credential at its token URL, vouched for by the broker', () => {
+    expect(keySecret(STORED)).toBeNull();
+    expect(holdKeyOf(STORED, URL)).toBe('{"credential":"orders","tokenUrl":"https://idp.example/t"}');
+    expect(vouched(STORED)).toBe(true);
+  });
+
+  it("differs from a caller's secret request, held at its client id and vouched for by nobody", () => {
+    expect(keySecret(SECRET_REQUEST)).toBe('s');
+    expect(holdKeyOf(SECRET_REQUEST, URL)).toBe(clientHoldKey('c', URL));
+    expect(vouched(SECRET_REQUEST)).toBe(false);
   });
 });

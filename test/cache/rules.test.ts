@@ -3,6 +3,7 @@ import type { Entry } from '../../lambda/cache/lifetime';
 import {
   answerFailure,
   answersNoCache,
+  cutShort,
   decide,
   fromFleet,
   inForce,
@@ -192,7 +193,25 @@ describe('answersNoCache', () => {
   });
 });
 
+describe('cutShort', () => {
+  const timeout: Remembered = { code: 'upstream_timeout', until: NOW };
+
+  it("counts a timeout as the cache's own when the exchange had less than the deadline but the hedge", () => {
+    expect(cutShort(timeout, 4799, 5000)).toBe(true);
+    expect(cutShort(timeout, 4800, 5000)).toBe(false);
+    expect(cutShort(timeout, 5000, 5000)).toBe(false);
+  });
+
+  it('never counts another failure as cut short, however little time its exchange had', () => {
+    expect(cutShort({ code: 'upstream_error', until: NOW }, 100, 5000)).toBe(false);
+  });
+});
+
 describe('outlivesRejection and proves', () => {
+  it('lets any token stand in for a key never rejected, however early it is dated', () => {
+    expect(outlivesRejection({ token: HOUR, receivedAt: epochMs(1000) }, NEVER)).toBe(true);
+  });
+
   it('lets every token outlive a key never rejected', () => {
     expect(outlivesRejection(kept(0), NEVER)).toBe(true);
   });

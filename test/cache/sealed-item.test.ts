@@ -223,6 +223,7 @@ describe('sealState and openState', () => {
       1_800_000_010,
     ],
     ['a hold, at its end', { kind: 'hold', hold: { code: 'upstream_throttled', until: epochMs(T0 + 30_000) } }, 1_800_000_035],
+    ['a key with nothing of use left, as already ended', { kind: 'key', memo: memo(null), activity: { kind: 'idle' }, ended: [] }, 5],
   ])("seals %s, with a TTL 5 s later (the clocks' tolerance) in whole seconds rounded up", (_case, state, expiresSeconds) => {
     const sealed = sealState(keys, state);
 

@@ -41,6 +41,25 @@ describe('verifiedCaller', () => {
     expect(verifiedCaller(event)).toBeUndefined();
   });
 
+  it.each([
+    ['a session ARN with more after its session name', 'arn:aws:sts::123456789012:assumed-role/orders/i-0abc/more'],
+    [
+      'an ARN that ends in a session ARN of another account',
+      'arn:aws:iam::111111111111:user/x:arn:aws:sts::123456789012:assumed-role/orders/s',
+    ],
+  ])('reads %s as itself, never as a role', (_case, arn) => {
+    expect(verifiedCaller(tokenEvent({}, { iamCaller: arn }))).toEqual({ arn, principal: arn });
+  });
+
+  it('finds no caller in a userArn that only contains an ARN', () => {
+    // Prepare
+    const event = tokenEvent({});
+    Object.assign(event.requestContext, { authorizer: { iam: { userArn: 'user arn:aws:iam::123456789012:user/alice' } } });
+
+    // Act & Assess
+    expect(verifiedCaller(event)).toBeUndefined();
+  });
+
   it.each([undefined, null, 'event', { requestContext: 'x' }])('finds no caller in %p', (event) => {
     expect(verifiedCaller(event)).toBeUndefined();
   });

@@ -242,6 +242,40 @@ describe('STORED_CREDENTIALS', () => {
     expect(() => load([value])).toThrow(message);
   });
 
+  it.each<[string, unknown, string]>([
+    ['two misspelt fields', entry({ scope: ['read'], caller: 'x' }), refusal('"orders-api"', 'has fields no entry has: scope, caller')],
+    ['an audience with a line break', entry({ audience: 'a\nb' }), refusal('"orders-api"', 'must have audience of printable ASCII')],
+    [
+      'a scope list with one bad scope among good ones',
+      entry({ scopes: ['read', 'read write'] }),
+      refusal('"orders-api"', 'must have scopes as a non-empty array of scope tokens (RFC 6749 3.3)'),
+    ],
+    [
+      'a caller list with one number among patterns',
+      entry({ callers: ['arn:aws:iam::123456789012:role/orders', 1] }),
+      refusal('"orders-api"', 'must have callers: a non-empty array of IAM principal ARN patterns'),
+    ],
+  ])('fails the start for an entry with %s, saying exactly why', (_case, value, message) => {
+    expect(() => load([value])).toThrow(message);
+  });
+
+  it('holds no audience or resource where the entry sets none', () => {
+    // Act
+    const [credential] = load([ENTRY]).storedCredentials;
+
+    // Assess
+    expect(Object.keys(credential as object)).not.toContain('audience');
+    expect(Object.keys(credential as object)).not.toContain('resource');
+  });
+
+  it('accepts a token URL with a query: only an issuer may have none', () => {
+    // Act
+    const [credential] = load([entry({ tokenUrl: 'https://login.example.com/oauth2/v1/token?tenant=a' })]).storedCredentials;
+
+    // Assess
+    expect(credential?.idp).toEqual({ tokenUrl: 'https://login.example.com/oauth2/v1/token?tenant=a' });
+  });
+
   it('fails the start for two entries of one name', () => {
     expect(() => load([ENTRY, entry({ clientId: 'other' })])).toThrow(refusal('"orders-api"', 'has a name another entry has'));
   });

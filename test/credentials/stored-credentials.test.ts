@@ -234,6 +234,21 @@ describe('a stored credential whose secret is in Secrets Manager', () => {
     expect(readsOf(entry.secretId)).toBe(2);
   });
 
+  it('asks Secrets Manager twice at most for a read it throttles, then answers 502', async () => {
+    // Prepare
+    const secretId = secretNamed();
+    sources.secrets.failWith(secretId, 'ThrottlingException');
+    const { handle } = handlerFor([secretEntry({ secretId })]);
+
+    // Act
+    const result = await handle(ask({ credential: 'orders' }));
+    sources.secrets.failWith(secretId, undefined);
+
+    // Assess
+    expect(result.statusCode).toBe(502);
+    expect(readsOf(secretId)).toBe(2);
+  });
+
   it.each([
     ['that does not exist', () => 'orders/missing', 'ResourceNotFoundException'],
     ['whose value ends with a line break', () => secretNamed(`${SECRET}\n`), 'SecretUnusable'],
@@ -355,6 +370,21 @@ describe('a stored credential whose key is in KMS (private_key_jwt)', () => {
     expect([token.statusCode, jwks.statusCode]).toEqual([502, 502]);
     expect(server.received).toEqual([]);
     expect(records.map((record) => record.credential_error)).toEqual(['KeyNotForSigning', 'KeyNotForSigning']);
+  });
+
+  it('asks KMS twice at most for a read it throttles, then answers 502', async () => {
+    // Prepare
+    sources.kms.behave('GetPublicKey', { errorType: 'ThrottlingException' });
+    const before = sources.kms.calls.length;
+    const { handle } = handlerFor([keyEntry(rsaKey)]);
+
+    // Act
+    const result = await handle(jwksEvent());
+    sources.kms.behave('GetPublicKey', {});
+
+    // Assess
+    expect(result.statusCode).toBe(502);
+    expect(sources.kms.calls.slice(before)).toEqual(['GetPublicKey', 'GetPublicKey']);
   });
 
   it('publishes the key once KMS gives it, after failing while it would not', async () => {

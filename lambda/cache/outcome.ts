@@ -1,7 +1,7 @@
 import { ExchangeError } from '../errors';
 import type { IdpToken } from '../upstream/exchange';
 import type { Entry } from './lifetime';
-import { cutShort, isRemembered, type Remembered, remember } from './rules';
+import { cutShort, type HoldScope, isRemembered, type Remembered, remember } from './rules';
 import { type EpochMs, epochMs } from './time';
 
 /**
@@ -24,9 +24,6 @@ export type Outcome =
     };
 
 export type FailureOutcome = Extract<Outcome, { kind: 'failure' }>;
-
-/** Whom a hold earned by a key covers: every key of its client id at that token URL, or that key alone. */
-export type HoldScope = 'client' | 'key';
 
 /**
  * A rejection time after every token: with the shared tier, a fetch that could not read the key's item

@@ -12,8 +12,20 @@ import {
 } from './claims';
 import { type ClaimFacts, type Ended, endsAt, type KeyItem, type KeyMemo } from './item-state';
 import { type Entry, keepable, newest, openToFleet, phaseOf } from './lifetime';
-import { type ExchangeResult, type FailureOutcome, type HoldScope, type Outcome, UNKNOWN_REJECTION } from './outcome';
-import { cutShort, decide, type Freshness, fromFleet, inForce, isHold, longer, outlivesRejection, proves, type Remembered } from './rules';
+import { type ExchangeResult, type FailureOutcome, type Outcome, UNKNOWN_REJECTION } from './outcome';
+import {
+  cutShort,
+  decide,
+  type Freshness,
+  fromFleet,
+  holdScope,
+  inForce,
+  isHold,
+  longer,
+  outlivesRejection,
+  proves,
+  type Remembered,
+} from './rules';
 import { CLOCK_TOLERANCE_MS, type EpochMs, epochMs, leftUntil, type MonoMs, monoMs } from './time';
 
 // The shared tier's protocol for one request's visit of the table, as a pure transition function: given
@@ -668,7 +680,7 @@ function answer(visit: Visit, outcome: Outcome): Step {
 
 /** A failure as this visit answers it: with the newest token that may stand in, and whom a hold covers. */
 function outcomeOf(visit: Visit, failure: Remembered, cause: FailureOutcome['cause'], now: Now): FailureOutcome {
-  const scope: HoldScope = visit.ask.vouched || proves(visit.seen, visit.rejectedAt, now.epoch) ? 'client' : 'key';
+  const scope = holdScope(visit.ask.vouched, visit.seen, visit.rejectedAt, now.epoch);
   const rejectedAt = visit.confirmed ? visit.rejectedAt : UNKNOWN_REJECTION;
   return { kind: 'failure', failure, kept: usable(visit.seen, now.epoch), rejectedAt, scope, cause };
 }

@@ -143,6 +143,17 @@ export function proves(entry: Entry | undefined, rejectedAt: EpochMs, now: Epoch
   return entry !== undefined && outlivesRejection(entry, rejectedAt) && now < provesUntil(entry);
 }
 
+/** Whom a hold earned by a key covers: every key of its client id at that token URL (or its stored credential), or that key alone. */
+export type HoldScope = 'client' | 'key';
+
+/**
+ * Whom a hold a request earns covers: its client when its key is proven by a kept token, or vouched for
+ * (a stored credential: the broker holds the secret); else its key alone, so a wrong secret locks out nobody else.
+ */
+export function holdScope(vouched: boolean, kept: Entry | undefined, rejectedAt: EpochMs, now: EpochMs): HoldScope {
+  return vouched || proves(kept, rejectedAt, now) ? 'client' : 'key';
+}
+
 /** What the cache answers in place of a failure: a kept token (`hit` or `stale`), or the failure's error. */
 export type FailureAnswer =
   { readonly served: 'hit' | 'stale'; readonly entry: Entry } | { readonly served: 'error'; readonly error: ExchangeError };

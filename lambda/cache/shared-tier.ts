@@ -16,7 +16,7 @@ import {
   visitOver,
   type WriteResult,
 } from './protocol';
-import { type Freshness, fromFleet, hedgeFor, longer, proves, type Remembered } from './rules';
+import { type Freshness, fromFleet, hedgeFor, holdScope, longer, type Remembered } from './rules';
 import { holdItemKeys, type ItemKeys, requestItemKeys } from './sealed-item';
 import { FAILED, type StoredItem, type Table, type TableCalls } from './table-calls';
 import { type EpochMs, leftUntil, type MonoMs, type Runtime } from './time';
@@ -199,7 +199,7 @@ export class SharedTier {
     if (ask.refresh) ask.report.refresh = 'ahead';
     const budgetMs = leftUntil(ask.deadline, runtime.mono());
     const result = await exchangeResult(ask.exchange, budgetMs, runtime.epoch);
-    const scope = ask.vouched || proves(ask.known, ask.rejectedAt, runtime.epoch()) ? 'client' : 'key';
+    const scope = holdScope(ask.vouched, ask.known, ask.rejectedAt, runtime.epoch());
     return outcomeOf(
       result,
       { kept: ask.known, rejectedAt: UNKNOWN_REJECTION, scope },

@@ -6,7 +6,7 @@ import type { TokenRequest } from '../request/token-request';
 import { answerFrom, type Entry, newest } from './lifetime';
 import { MemoryTier, type Slot } from './memory-tier';
 import { type Exchange, exchangeResult, type Outcome, outcomeOf } from './outcome';
-import { answerFailure, answersNoCache, decide, type Freshness, isRemembered, longer, proves, type Remembered, remember } from './rules';
+import { answerFailure, answersNoCache, decide, type Freshness, holdScope, isRemembered, longer, type Remembered, remember } from './rules';
 import type { CacheReport, CacheTier } from './report';
 import {
   assertionHoldKey,
@@ -144,7 +144,7 @@ export class TokenCache {
     if (refresh) ask.report.refresh = 'ahead';
     const budgetMs = leftUntil(ask.deadline, this.runtime.mono());
     const result = await exchangeResult(ask.exchange, budgetMs, () => this.runtime.epoch());
-    const scope = vouchedFor || proves(slot.kept, slot.rejectedAt, this.runtime.epoch()) ? 'client' : 'key';
+    const scope = holdScope(vouchedFor, slot.kept, slot.rejectedAt, this.runtime.epoch());
     return outcomeOf(
       result,
       { kept: slot.kept, rejectedAt: slot.rejectedAt, scope },

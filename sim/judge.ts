@@ -49,6 +49,11 @@ export class Judge {
     this.deaths.push({ at, instance });
   }
 
+  /** How far apart the instances' clocks are: what one dated, another may see this much earlier or later. */
+  private get spread(): number {
+    return Math.max(...this.plan.skewsMs) - Math.min(...this.plan.skewsMs);
+  }
+
   /** When the instance named `instance` at `at` started: a dead instance's successor takes its name, not its memory. */
   private bornAt(instance: string, at: number): number {
     return this.deaths.filter((death) => death.instance === instance && death.at <= at).at(-1)?.at ?? -Infinity;
@@ -222,8 +227,7 @@ export class Judge {
     let [provenUntil, rejectedAt] = [-Infinity, -Infinity];
     // The code proves a key by a token received more than the clocks' tolerance after its rejection, each dated
     // by its own instance's clock: by true time, more than the tolerance give or take the clocks' spread.
-    const spread = Math.max(...this.plan.skewsMs) - Math.min(...this.plan.skewsMs);
-    const doubt = CLOCK_TOLERANCE_MS + (surely ? spread : -spread);
+    const doubt = CLOCK_TOLERANCE_MS + (surely ? this.spread : -this.spread);
     for (const request of this.idp.requests) {
       const memory = this.plan.cache === 'memory';
       if (request.key !== key.id || request.endedAt > at || (memory && (request.by !== by || request.sentAt < this.bornAt(by, at))))
@@ -319,13 +323,12 @@ export class Judge {
   private checkBurst(sent: IdpRequest, key: SimKey): void {
     const earlier = this.idp.requests.slice(0, this.checkedRequests).filter((request) => request.key === key.id);
     // A remembered failure is dated by its writer's clock: an instance whose clock runs s ms ahead sees it s ms shorter.
-    const spread = Math.max(...this.plan.skewsMs) - Math.min(...this.plan.skewsMs);
     for (const anchor of earlier) {
       // A later exchange that brought a token supersedes the burst's outcome: nothing of it is remembered after.
       const superseded = earlier.find((request) => request.sentAt > anchor.sentAt && request.class === 'token')?.endedAt ?? Infinity;
       // A timeout the cache's own waiting cut short (less than the deadline but the hedge) is never remembered (rules.ts, cutShort).
       const cut = anchor.class === 'timeout' && anchor.timeoutMs < this.plan.upstreamTimeoutMs - hedgeFor(this.plan.upstreamTimeoutMs);
-      const remembered = anchor.class === 'token' || anchor.class === 'throttled' || cut ? 0 : Math.max(0, windowOf(anchor) - spread);
+      const remembered = anchor.class === 'token' || anchor.class === 'throttled' || cut ? 0 : Math.max(0, windowOf(anchor) - this.spread);
       const end = Math.min(superseded, anchor.endedAt + remembered);
       if (!(anchor.sentAt < sent.sentAt && sent.sentAt <= end)) continue;
       const inBurst = earlier.filter((request) => request.sentAt > anchor.sentAt && request.sentAt <= end).length + 1;

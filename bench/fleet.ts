@@ -1,4 +1,4 @@
-// The fleet: K function instances in this process, before a scripted token server, dynalite and the pepper's stand-in.
+// The fleet: K function instances, in this process or a process each, before a scripted token server, dynalite and the pepper's stand-in.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -12,6 +12,7 @@ import type * as Config from '../lambda/config';
 import type * as Handler from '../lambda/handler';
 import type * as Observability from '../lambda/observability';
 import { localAwsEnvironment } from '../local/dynamodb-local';
+import { startHandlerProcess } from '../local/handler-process';
 import { type Bench, BENCH_TOKEN, tokenEvent } from './report';
 
 const ROOT = join(__dirname, '..');
@@ -41,6 +42,13 @@ function fleetOf(bench: Bench, idp: Awaited<ReturnType<typeof startTokenServer>>
       const record: Observability.Observability['record'] = (entry, context) => (state.records.push(entry), logs.record(entry, context));
       return lambda.createHandler(config, { record }, () => Date.now() + state.shift);
     });
+  /** Instances in processes of their own, as Lambda runs them, from the sources; their log records join `state.records`. */
+  const processes = async (size: number, mode: Config.TokenCacheMode) => {
+    const started = await Promise.all(Array.from({ length: size }, () => startHandlerProcess({ ...process.env, TOKEN_CACHE: mode })));
+    const take = (one: (typeof started)[number]) => state.records.push(...one.records.splice(0));
+    const pool = started.map((one) => (event: Parameters<Instance>[0]) => one.invoke(event).finally(() => take(one)));
+    return { pool, stop: () => Promise.all(started.map((one) => one.stop())) };
+  };
   /** One request. With `expect`, a count or a latency is worthless unless it got a token (from that cache, unless `*`). */
   const ask = async (instance: Instance, key: string, expect?: string, at = performance.now()): Promise<Answer> => {
     const event = tokenEvent({ client_id: key, client_secret: 's', access_token_url: `${idp.origin}/token`, scope: 'read' });
@@ -66,7 +74,7 @@ function fleetOf(bench: Bench, idp: Awaited<ReturnType<typeof startTokenServer>>
     }
     return Promise.all(calls);
   };
-  return { bench, idp, env, state, reset, instances, ask, idpRequests, arrivals };
+  return { bench, idp, env, state, reset, instances, processes, ask, idpRequests, arrivals };
 }
 // The instances run the deployed bundle's sources, built with its options from an entry that also exports `createHandler`
 // (to give each instance its clock), in process.env as the stack sets it.
@@ -74,7 +82,7 @@ export async function withFleet<T>(bench: Bench, use: (fleet: Fleet) => Promise<
   const { entryPoints: _, ...options } = lambdaBuildOptions(join(bench.dir, 'fleet', 'index.js'));
   const contents = ['handler', 'config', 'observability'].map((name) => `export * from './lambda/${name}';`).join('\n');
   await build({ ...options, stdin: { contents, resolveDir: ROOT, loader: 'ts' } });
-  await build(awsSdkBuildOptions(join(bench.dir, 'fleet', AWS_SDK_FILE)));
+  await build(awsSdkBuildOptions(join(bench.dir, 'fleet', AWS_SDK_FILE), { kms: false }));
   const [write, services] = [[process.stdout.write, process.stderr.write], await startServices()] as const;
   const env = { ...localAwsEnvironment(services), TOKEN_CACHE_TABLE: TABLE, TOKEN_CACHE_PEPPER_SECRET: PEPPER_SECRET };
   const fleet = fleetOf(bench, await startTokenServer({ ...HEALTHY_IDP }), options.outfile, env);

@@ -11,9 +11,15 @@ export const SILENT_DEBUG = path.join(ROOT, 'lambda', 'bundle', 'silent-debug.ts
 /** Replaces `zlib` in the bundles so Node's zlib loads on first use, not in every cold start. */
 export const DEFERRED_ZLIB = path.join(ROOT, 'lambda', 'bundle', 'deferred-zlib.ts');
 
-/** The SDK clients' entry point, and the file beside the function's bundle that its SDK imports lead to. */
-export const AWS_SDK_ENTRY = path.join(ROOT, 'lambda', 'bundle', 'aws-sdk.ts');
+/** The file beside the function's bundle that its SDK imports lead to. */
 export const AWS_SDK_FILE = 'aws-sdk.js';
+
+/** Which clients `aws-sdk.js` holds: KMS's only for a deployment whose stored credentials sign in KMS. */
+export type SdkClients = { readonly kms: boolean };
+const awsSdkEntry = ({ kms }: SdkClients) => path.join(ROOT, 'lambda', 'bundle', kms ? 'aws-sdk-kms.ts' : 'aws-sdk.ts');
+
+/** Replaces `node:zlib` in the SDK's file, whose loading reads only `crc32` from it. */
+export const SDK_ZLIB = path.join(ROOT, 'lambda', 'bundle', 'sdk-zlib.ts');
 
 /** Replaces the SDK's default credential chain in its bundle: Lambda gives credentials in the environment. */
 export const ENV_CREDENTIALS = path.join(ROOT, 'lambda', 'bundle', 'env-credentials.ts');
@@ -59,20 +65,20 @@ export function lambdaBuildOptions(outfile: string) {
  * the shared tier never calls is shaken out, with dynamic `import()` turned into `require` (the SDK
  * imports `node:http` that way, and the ES module loader it would start costs tens of milliseconds).
  */
-export function awsSdkBuildOptions(outfile: string) {
+export function awsSdkBuildOptions(outfile: string, clients: SdkClients) {
   return {
     ...MINIFIED_FOR_THE_RUNTIME,
-    entryPoints: [AWS_SDK_ENTRY],
+    entryPoints: [awsSdkEntry(clients)],
     outfile,
     mainFields: ['module', 'main'],
     supported: { 'dynamic-import': false },
-    alias: { zlib: DEFERRED_ZLIB, '@aws-sdk/credential-provider-node': ENV_CREDENTIALS },
+    alias: { zlib: DEFERRED_ZLIB, 'node:zlib': SDK_ZLIB, '@aws-sdk/credential-provider-node': ENV_CREDENTIALS },
   };
 }
 
 /** The same build as an esbuild command line, for NodejsFunction's after-bundling hook. */
-export function awsSdkBuildCommand(outputDir: string): string {
-  const options = awsSdkBuildOptions(path.join(outputDir, AWS_SDK_FILE));
+export function awsSdkBuildCommand(outputDir: string, clients: SdkClients): string {
+  const options = awsSdkBuildOptions(path.join(outputDir, AWS_SDK_FILE), clients);
   const args = [
     path.join(ROOT, 'node_modules', '.bin', 'esbuild'),
     ...options.entryPoints,

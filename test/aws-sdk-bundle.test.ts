@@ -1,10 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as sdk from '../lambda/bundle/aws-sdk';
+import * as sdkWithKms from '../lambda/bundle/aws-sdk-kms';
 import { defaultProvider } from '../lambda/bundle/env-credentials';
 
 // The SDK as the deployed function has it (infra/bundling.ts): lambda/bundle/aws-sdk.ts is the entry of
-// aws-sdk.js, and env-credentials.ts stands in for the default credential chain there. That the
+// aws-sdk.js (aws-sdk-kms.ts where a stored credential signs in KMS), and env-credentials.ts stands in
+// for the default credential chain there. That the
 // deployed bundle serves the shared cache from that file is tested in test/infra/lambda-bundle.test.ts.
 
 const LAMBDA = join(__dirname, '..', 'lambda');
@@ -29,8 +31,8 @@ function clientImports(): { name: string; from: string }[] {
   );
 }
 
-describe("aws-sdk.ts, the entry of the deployed function's SDK file", () => {
-  it('exports every client, command and error the shared tier and stored credentials use, as the SDK packages define them', () => {
+describe("aws-sdk.ts and aws-sdk-kms.ts, the entries of the deployed function's SDK file", () => {
+  it('export every client, command and error the shared tier and stored credentials use, as the SDK packages define them', () => {
     // Prepare
     const imports = clientImports();
 
@@ -39,10 +41,11 @@ describe("aws-sdk.ts, the entry of the deployed function's SDK file", () => {
       expect.arrayContaining(['DynamoDBClient', 'GetSecretValueCommand', 'KMSClient', 'SignCommand']),
     );
     for (const { name, from } of imports) {
-      expect({ name, exported: (sdk as Record<string, unknown>)[name] }).toEqual({
-        name,
-        exported: (require(from) as Record<string, unknown>)[name],
-      });
+      const defined = (require(from) as Record<string, unknown>)[name];
+      expect({ name, exported: (sdkWithKms as Record<string, unknown>)[name] }).toEqual({ name, exported: defined });
+      // KMS's client is left out of the file of a deployment that signs nothing in KMS.
+      const exported = (sdk as Record<string, unknown>)[name];
+      expect({ name, exported }).toEqual({ name, exported: from === '@aws-sdk/client-kms' ? undefined : defined });
     }
   });
 });

@@ -8,6 +8,7 @@ import { AWS_SDK_FILE, awsSdkBuildOptions, lambdaBuildOptions } from '../../infr
 import { localAwsEnvironment, startLocalDynamoDb } from '../../local/dynamodb-local';
 import { startLocalSecretsManager } from '../../local/secrets-manager-local';
 import { startTokenServer, type TokenServer } from '../support/token-server';
+import type { StoredCredentialProps } from '../../infra/stored-credentials';
 import { synthesize } from './stack-fixture';
 
 const run = promisify(execFile);
@@ -96,9 +97,43 @@ describe('the function bundle NodejsFunction builds', () => {
 
   it("builds the SDK clients' file byte for byte as awsSdkBuildOptions does (the file benchmarks and tests use)", async () => {
     const outfile = path.join(scratch, 'reference', AWS_SDK_FILE);
-    await build(awsSdkBuildOptions(outfile));
+    await build(awsSdkBuildOptions(outfile, { kms: false }));
 
     expect(readAsset(AWS_SDK_FILE)).toBe(readFileSync(outfile, 'utf8'));
+  });
+
+  it("builds KMS's client into the SDK's file only for a stored credential that signs in KMS", async () => {
+    // Prepare: the same stack with a keyless credential, and the two files awsSdkBuildOptions builds
+    const keyless = { name: 'keyless', clientId: 'c', issuer: 'https://idp.example.com/', method: 'private_key_jwt', key: 'kms' };
+    const credentials = [{ ...keyless, callers: ['arn:aws:iam::123456789012:role/caller'] }] as StoredCredentialProps[];
+    const { app } = synthesize({ callerAuthorization: 'iam', storedCredentials: credentials }, { bundle: true });
+    const assembly = app.synth();
+    const [asset = ''] = readdirSync(assembly.directory).filter((name) => name.startsWith('asset.'));
+    const built = async (kms: boolean) => {
+      const outfile = path.join(scratch, `sdk-kms-${kms}`, AWS_SDK_FILE);
+      await build(awsSdkBuildOptions(outfile, { kms }));
+      return readFileSync(outfile, 'utf8');
+    };
+    const [withKms, without] = [await built(true), await built(false)];
+    const deployed = readFileSync(path.join(assembly.directory, asset, AWS_SDK_FILE), 'utf8');
+    rmSync(assembly.directory, { recursive: true, force: true });
+
+    // Assess: KMS's client is a sixth of the file or more; the stack without credentials ships the file without it
+    expect(deployed).toBe(withKms);
+    expect(readAsset(AWS_SDK_FILE)).toBe(without);
+    expect(withKms.length - without.length).toBeGreaterThan(without.length / 10);
+  }, 60_000);
+
+  it("leaves node:zlib unloaded as the SDK's file loads (the SDK reads only crc32 from it then)", async () => {
+    const sdk = path.join(assetDir, AWS_SDK_FILE);
+    const driver = `require('node:https'); const before = process.moduleLoadList.length;
+      require(${JSON.stringify(sdk)}); process.stdout.write(JSON.stringify(process.moduleLoadList.slice(before)));`;
+    const { stdout } = await run(process.execPath, ['-e', driver], { env: { PATH: process.env.PATH }, timeout: 20_000 });
+    const loaded = JSON.parse(stdout) as string[];
+
+    // The control: the SDK's other built-ins show up in the list.
+    expect(loaded).toContain('NativeModule os');
+    expect(loaded.filter((name) => /\bzlib\b/.test(name))).toEqual([]);
   });
 
   it('holds no AWS SDK in the bundle, and loads none without the shared cache', async () => {

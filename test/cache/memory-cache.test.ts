@@ -591,6 +591,15 @@ describe('TOKEN_CACHE=memory: cache-control: no-cache', () => {
     expect(server.received).toHaveLength(1);
   });
 
+  it('shares a failing exchange with a burst of no-cache requests: its failure is new to each of them', async () => {
+    server.answer(after(100, json(500, { error: 'server_error' })));
+
+    const burst = await Promise.all(Array.from({ length: 3 }, () => noCache()));
+
+    expect(burst.map((answer) => answer.statusCode)).toEqual([502, 502, 502]);
+    expect(server.received).toHaveLength(1);
+  });
+
   it('ignores a remembered failure', async () => {
     server.answer(json(500, { error: 'server_error' }));
     await ask();

@@ -281,6 +281,25 @@ describe('TOKEN_CACHE=shared when the table fails', () => {
     expect(member.records[0]).toMatchObject({ cache: 'miss', outcome: 'unauthorized', cache_error: 'TableSlow' });
   });
 
+  it('lets no kept token stand in for an IdP failure while the table cannot say the key was not rejected', async () => {
+    // Prepare: an instance's own 1 h token, stale on its clock; then the table cuts every connection and the IdP fails
+    const clock = testClock();
+    const member = freshInstance({}, clock.now);
+    instances.push(member);
+    await member.handle(tokenEvent(body('faults-client-unconfirmed')));
+    clock.advance(3_300_000);
+    proxy.set({ kind: 'reset' });
+    server.answer(json(500, { error: 'server_error' }));
+
+    // Act
+    const answer = await member.handle(tokenEvent(body('faults-client-unconfirmed')));
+
+    // Assess: a 401 elsewhere may have ended the token; the control, that the token was kept and is stale, is below
+    expect(answer.statusCode).toBe(502);
+    proxy.set({ kind: 'pass' });
+    expect((await member.handle(tokenEvent(body('faults-client-unconfirmed')))).headers?.['x-token-cache']).toBe('stale');
+  });
+
   it('shares tokens again once the table recovers', async () => {
     const [first, second] = [instance(), instance()];
     proxy.set({ kind: 'reset' });

@@ -324,6 +324,19 @@ describe('TOKEN_CACHE=shared: what the table holds, as a reader judges it', () =
     expect([failed.statusCode, other.statusCode]).toEqual([502, 200]);
     expect(server.received).toHaveLength(2);
   });
+
+  it('answers a failure it remembers, with no token to stand in, without the table', async () => {
+    const member = instance();
+    server.answer(json(500, { error: 'server_error' }));
+    const distinct = body({ client_id: 'fleet-client-remembered-here' });
+    await member.handle(event(distinct));
+
+    const again = await member.handle(event(distinct));
+
+    expect(again.statusCode).toBe(502);
+    expect(member.records[1]).toMatchObject({ cache_remembered: 'failure', cache_table_latency_ms: undefined });
+    expect(server.received).toHaveLength(1);
+  });
 });
 
 describe('TOKEN_CACHE=shared: a refresh that fails', () => {
@@ -337,6 +350,29 @@ describe('TOKEN_CACHE=shared: a refresh that fails', () => {
 
     expect([answer.statusCode, answer.headers?.['x-token-cache'], bodyOf(answer).access_token]).toEqual([200, 'hit', 'kept']);
     expect(member.records[0]).toMatchObject({ cache: 'shared', cache_refresh: 'ahead' });
+    expect(server.received).toHaveLength(1);
+  });
+});
+
+describe('TOKEN_CACHE=shared: a refresh from a copy that fails', () => {
+  it("answers with the copy it read from the table, and logs it as the table's", async () => {
+    // Prepare: an instance that read the token from the table, which then reaches the middle of its refresh window
+    const distinct = body({ client_id: 'fleet-client-copy-refresh-fails' });
+    await table.plant(table.keysOf(distinct), states.kept(kept(3_000_000)));
+    const member = instance();
+    await member.handle(event(distinct));
+    clock.advance(230_000);
+    server.answer(json(500, { error: 'server_error' }));
+
+    // Act
+    const answer = await member.handle(event(distinct));
+
+    // Assess
+    expect([answer.statusCode, answer.headers?.['x-token-cache'], bodyOf(answer).access_token]).toEqual([200, 'hit', 'kept']);
+    expect(member.records.map((record) => [record.cache, record.cache_refresh])).toEqual([
+      ['shared', undefined],
+      ['shared', 'ahead'],
+    ]);
     expect(server.received).toHaveLength(1);
   });
 });
@@ -399,6 +435,8 @@ describe('TOKEN_CACHE=shared: stale if error across the fleet', () => {
       [200, 'stale'],
     ]);
     expect(typeof member.records[2]?.cache_table_latency_ms).toBe('number');
+    // Standing in is no refresh ahead.
+    expect(member.records.map((record) => record.cache_refresh)).toEqual([undefined, undefined, undefined, undefined]);
     expect(rejected.statusCode).toBe(503);
     expect(server.received).toHaveLength(0);
   });

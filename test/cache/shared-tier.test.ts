@@ -138,6 +138,78 @@ describe("the shared tier's holds", () => {
     expect(raced).toBe(true);
   });
 
+  /** The real table as an instance reaches it, with `beforePut(n)` run before its n-th write (from 1); `puts()` counts them. */
+  function racedTable(
+    beforePut: (n: number, keys: ReturnType<typeof holdItemKeys>) => Promise<void>,
+    keys: ReturnType<typeof holdItemKeys>,
+  ) {
+    const real = dynamoDbTable(table.tableName, 600);
+    let puts = 0;
+    const raced: Table = {
+      calls: (report) => {
+        const calls = real.calls(report);
+        return {
+          get: (itemKey) => calls.get(itemKey),
+          put: async (itemKey, state, expected, rev) => {
+            await beforePut((puts += 1), keys);
+            return calls.put(itemKey, state, expected, rev);
+          },
+        };
+      },
+    };
+    return { raced, puts: () => puts };
+  }
+  const holdFor = (ms: number) => ({ code: 'upstream_throttled', until: epochMs(Date.now() + ms) }) as const;
+  const heldFor = async (keys: ReturnType<typeof holdItemKeys>): Promise<number> => {
+    const item = (await table.scan()).find((row) => row.pk?.S === keys.itemKey);
+    const state = openState(keys, Number(item?.expires?.N), item?.state?.B);
+    return state?.kind === 'hold' ? state.hold.until - Date.now() : 0;
+  };
+
+  it('writes its longer hold again over a shorter one another instance wrote while it was writing', async () => {
+    // Prepare: another instance writes a 5 s hold between this one's read of the hold item and its write
+    const holdKey = `shorter-${Math.random()}`;
+    const keys = holdItemKeys(PEPPER, holdKey);
+    const { raced, puts } = racedTable(async (n) => {
+      if (n === 1) await table.plant(keys, { kind: 'hold', hold: holdFor(5000) });
+    }, keys);
+
+    // Act: a 30 s hold
+    await tier(withPepper, raced).putHold(holdKey, holdFor(30_000), deadline(), {});
+
+    // Assess: its first write lost to the other's; the second, merged, won
+    expect(await heldFor(keys)).toBeGreaterThan(25_000);
+    expect(puts()).toBe(2);
+  });
+
+  it('writes a hold once when nobody else writes the hold item', async () => {
+    const holdKey = `once-${Math.random()}`;
+    const keys = holdItemKeys(PEPPER, holdKey);
+    const { raced, puts } = racedTable(async () => undefined, keys);
+
+    await tier(withPepper, raced).putHold(holdKey, holdFor(30_000), deadline(), {});
+
+    expect(await heldFor(keys)).toBeGreaterThan(25_000);
+    expect(puts()).toBe(1);
+  });
+
+  it('gives up after three writes when another writer changes the hold item before each one', async () => {
+    // Prepare: a writer that replaces the hold item before every write of this instance
+    const holdKey = `contended-${Math.random()}`;
+    const keys = holdItemKeys(PEPPER, holdKey);
+    const { raced, puts } = racedTable(async (n) => {
+      if (n > 10) throw new Error('the writes went on without bound');
+      await table.plant(keys, { kind: 'hold', hold: holdFor(1000 * n) });
+    }, keys);
+
+    // Act
+    await tier(withPepper, raced).putHold(holdKey, holdFor(30_000), deadline(), {});
+
+    // Assess: bounded, and the other writer's item stands
+    expect(puts()).toBe(3);
+    expect(await heldFor(keys)).toBeLessThan(5000);
+  });
+
   it('keeps the longer hold it finds, writing it again under its own revision', async () => {
     const holdKey = `kept-${Math.random()}`;
     const keys = holdItemKeys(PEPPER, holdKey);
@@ -202,5 +274,34 @@ describe("the shared tier's timers", () => {
     // Assess: a deadline, a hedge, a poll, a renewal and a settle at most
     expect(outcome).toMatchObject({ kind: 'token' });
     expect(most).toBeLessThanOrEqual(5);
+  });
+
+  it('stops the hedge of a hold read that answered within it', async () => {
+    // Prepare: a hold to read, and a runtime that counts the timers running
+    let pending = 0;
+    const counting = {
+      ...runtime,
+      sleep: (ms: number, signal?: AbortSignal) => (++pending, runtime.sleep(ms, signal).finally(() => pending--)),
+    };
+    const holdKey = `hedged-${Math.random()}`;
+    await table.plant(holdItemKeys(PEPPER, holdKey), {
+      kind: 'hold',
+      hold: { code: 'upstream_throttled', until: epochMs(Date.now() + 30_000) },
+    });
+    const hedged = new SharedTier({
+      table: dynamoDbTable(table.tableName, 600),
+      upstreamTimeoutMs: 3000,
+      callLimitMs: 600,
+      pepper: withPepper,
+      runtime: counting,
+    });
+
+    // Act
+    const read = await hedged.holdOn([holdKey], deadline(), {});
+    await new Promise((resolve) => setImmediate(resolve));
+
+    // Assess: the read, not the hedge, answered (the control); then no timer runs on
+    expect(read?.code).toBe('upstream_throttled');
+    expect(pending).toBe(0);
   });
 });

@@ -12,16 +12,10 @@ const KINDS = [
   { name: '`shared`, table hit', mode: 'shared', fresh: false, cache: 'hit' },
 ];
 type Figure = (result: ColdResult) => number;
-const pepperLoad: Figure = ({ pepper: [from = 0, to = 0] = [] }) => to - from;
-// The first request starts once the bundle is loaded; from then until the pepper is there, it waits for it.
-const pepperWait: Figure = ({ pepper: [, to = 0] = [], totalMs, firstMs }) => Math.max(0, to - (totalMs - firstMs));
 const PHASES: [string, Figure][] = [
   ["Node's start-up: process start to the script", (result) => result.bootMs],
   ['`require()` of the bundle (baseline: of `node:https`)', (result) => result.loadMs],
-  ["of which the AWS SDK's clients (`aws-sdk.js`)", (result) => result.sdkMs['./aws-sdk.js'] ?? 0],
-  ["The pepper's `GetSecretValue`, started as the bundle loads", pepperLoad],
-  ['First exchange (a table hit: the pepper awaited, one read)', (result) => result.firstMs],
-  ['of which waiting for the pepper', pepperWait],
+  ['First exchange (`shared`: the pepper awaited, then the table)', (result) => result.firstMs],
   ['**Process start to first answer**', (result) => result.totalMs],
 ];
 
@@ -46,8 +40,7 @@ export async function coldStart(bench: Bench, servicesEnv: Record<string, string
   bench.atMost('Cold start: process start to first exchange done, p50', measured(bundle), bundle.p50, TARGET_MS, ' ms');
   // The machine's own floor for the absolute target: no code can start faster than this.
   bench.verdict('Cold start of the baseline (`node:https` only), p50', measured(https), 'reported');
-  const pepper = (figure: Figure) => ms(summarize(runs[4]?.map(figure)).p50);
-  const shared = `${ratio(hit.p50, memory.p50)}; p95 ${ms(hit.p95)} / ${ms(memory.p95)} ms; the pepper: ${pepper(pepperLoad)} ms to load, ${pepper(pepperWait)} ms awaited`;
+  const shared = `${ratio(hit.p50, memory.p50)}; p95 ${ms(hit.p95)} / ${ms(memory.p95)} ms`;
   bench.atMost('Cold start with `shared` (the pepper, a table hit) / with `memory`, p50', shared, hit.p50 / memory.p50, SHARED_TARGET, 'x');
   const cells = (figure: Figure) => runs.map((results) => summarize(results.map(figure))).flatMap((s) => [ms(s.p50), ms(s.p95)]);
   const what = `${ROUNDS} fresh processes of each kind, rotating, each first exchange on a new TLS connection. Milliseconds`;

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { build } from 'esbuild';
-import { AWS_SDK_FILE, awsSdkBuildOptions, lambdaBuildOptions } from '../infra/bundling';
+import { lambdaBuildOptions } from '../infra/bundling';
 import type * as Config from '../lambda/config';
 import type * as Handler from '../lambda/handler';
 import type * as Observability from '../lambda/observability';
@@ -82,7 +82,6 @@ export async function withFleet<T>(bench: Bench, use: (fleet: Fleet) => Promise<
   const { entryPoints: _, ...options } = lambdaBuildOptions(join(bench.dir, 'fleet', 'index.js'));
   const contents = ['handler', 'config', 'observability'].map((name) => `export * from './lambda/${name}';`).join('\n');
   await build({ ...options, stdin: { contents, resolveDir: ROOT, loader: 'ts' } });
-  await build(awsSdkBuildOptions(join(bench.dir, 'fleet', AWS_SDK_FILE), { kms: false }));
   const [write, services] = [[process.stdout.write, process.stderr.write], await startServices()] as const;
   const env = { ...localAwsEnvironment(services), TOKEN_CACHE_TABLE: TABLE, TOKEN_CACHE_PEPPER_SECRET: PEPPER_SECRET };
   const fleet = fleetOf(bench, await startTokenServer({ ...HEALTHY_IDP }), options.outfile, env);

@@ -6,7 +6,7 @@ import { availableParallelism, cpus, loadavg, release, type } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
-import { AWS_SDK_FILE, awsSdkBuildOptions, lambdaBuildOptions } from '../infra/bundling';
+import { lambdaBuildOptions } from '../infra/bundling';
 import { coldStart } from './cold-start';
 import { type Fleet, STORED_KEY, startTokenServer, withFleet } from './fleet';
 import { type Bench, BENCH_TOKEN, ms, ratio, row, runWorker, section, summarize, table, tokenEvent } from './report';
@@ -16,7 +16,7 @@ import type { WarmResult } from './worker';
 // Warm timings keep falling for about 4000 calls (JIT tiering, heap sizing) and are flat after.
 const [WARMUP_ROUNDS, WARM_ROUNDS] = [5000, 2000];
 const TARGETS = { warmRatio: 1.3, cacheHitMs: 0.1, bundleKiB: 250 } as const;
-const [ROOT, REPORT, KMS_BUNDLE] = [join(__dirname, '..'), join(__dirname, '..', 'reports', 'bench.md'), 'lambda-kms/index.js'];
+const [ROOT, REPORT] = [join(__dirname, '..'), join(__dirname, '..', 'reports', 'bench.md')];
 const [ROLE, SESSION] = ['arn:aws:iam::000000000000:role/bench', 'arn:aws:sts::000000000000:assumed-role/bench/s'];
 
 async function warmScenario(bench: Bench, connections: () => number, services: Record<string, string>): Promise<string> {
@@ -35,7 +35,7 @@ async function warmScenario(bench: Bench, connections: () => number, services: R
   const keyless = { name: 'keyless', clientId: 'c', method: 'private_key_jwt', keyId: STORED_KEY, callers: [ROLE] };
   const STORED_CREDENTIALS = JSON.stringify([{ ...keyless, tokenUrl: bench.tokenUrl }]);
   const event = JSON.stringify(tokenEvent({ credential: 'keyless' }, SESSION));
-  const stored = { ...services, STORED_CREDENTIALS, BENCH_EVENT: event, BENCH_BUNDLE: join(bench.dir, KMS_BUNDLE) };
+  const stored = { ...services, STORED_CREDENTIALS, BENCH_EVENT: event };
   const { handler: signed } = await run('the handler, a stored credential', 'handler', stored);
   if (!fetch || !https || !handler || !cache || !alone || !signed) throw new Error('missing warm samples');
   const [fetchRatio, cacheHitMs] = [ratio(handler.p50, fetch.p50), TARGETS.cacheHitMs];
@@ -91,10 +91,7 @@ async function main(): Promise<void> {
   const atMost: Bench['atMost'] = (measure, measured, value, limit, unit = '') =>
     verdict(measure, measured, `at most ${limit}${unit}`, value <= limit);
   const bench: Bench = { node, dir, bundlePath, workerPath: join(dir, 'worker.js'), env, tokenUrl, verdict, atMost };
-  // The function as deployments build it: without KMS's client, and with it (KMS_BUNDLE) for a stored credential signing in KMS.
-  const sdk = (index: string, kms: boolean) => build(awsSdkBuildOptions(join(dirname(index), AWS_SDK_FILE), { kms }));
   const { metafile } = await build({ ...lambdaBuildOptions(bundlePath), metafile: true });
-  await Promise.all([sdk(bundlePath, false), build(lambdaBuildOptions(join(dir, KMS_BUNDLE))), sdk(join(dir, KMS_BUNDLE), true)]);
   await build({ entryPoints: [join(__dirname, 'worker.ts')], outdir: dir, bundle: true, platform: 'node', logLevel: 'warning' });
   const coldOnly = process.argv.includes('--cold-start');
   console.error(coldOnly ? 'bench: cold starts' : 'bench: warm calls, the bundle, then cold starts and the fleet (most of the run)');

@@ -8,11 +8,10 @@ import { localLambdaContext } from '../local/lambda-context';
 // performance.now() counts from the start of this process: this is Node's own start-up.
 const bootMs = performance.now();
 export type WarmResult = { samples: Record<string, number[]>; rssBytes: number; heapUsedBytes: number };
-/** Milliseconds since process start, or of one phase; `pepper`: when its GetSecretValue, started as the bundle loads, began and ended. */
-export type ColdResult = Record<'bootMs' | 'loadMs' | 'firstMs' | 'totalMs', number> & { sdkMs: Record<string, number>; pepper?: number[] };
+/** Milliseconds since process start, or of one phase. */
+export type ColdResult = Record<'bootMs' | 'loadMs' | 'firstMs' | 'totalMs', number>;
 /** One call of a subject; one that resolves to `false` took another path than the one it stands for, and is left out. */
 type Call = () => Promise<unknown>;
-type Send = (...args: unknown[]) => Promise<unknown>;
 const env = (name: string): string => process.env[name] ?? '';
 
 // A timing of a failed call would be worthless: every call must have produced the token, from the cache expected.
@@ -69,26 +68,10 @@ async function warm(): Promise<WarmResult> {
   return { samples, rssBytes: process.memoryUsage().rss, heapUsedBytes: process.memoryUsage().heapUsed };
 }
 async function cold(): Promise<ColdResult> {
-  // Time the first require() of the SDK's bundle beside the function's, and the one call of the pepper's client.
-  const [sdkMs, loader] = [{} as Record<string, number>, require('node:module') as { _load: (...args: unknown[]) => unknown }];
-  const [load, loadStarted] = [loader._load, performance.now()];
-  let pepper: number[] | undefined;
-  loader._load = function (this: unknown, request: unknown, ...rest: unknown[]) {
-    const started = performance.now();
-    const loaded = load.call(this, request, ...rest) as { SecretsManagerClient?: { prototype: { send: Send } } };
-    if (typeof request !== 'string' || !request.endsWith('aws-sdk.js') || request in sdkMs) return loaded;
-    sdkMs[request] = performance.now() - started;
-    const [client, send] = [loaded.SecretsManagerClient?.prototype, loaded.SecretsManagerClient?.prototype.send];
-    if (client && send)
-      client.send = function (...args) {
-        const sentAt = performance.now();
-        return send.apply(this, args).finally(() => (pepper ??= [sentAt, performance.now()]));
-      };
-    return loaded;
-  };
+  const loadStarted = performance.now();
   const [call, loaded] = [await subject(env('BENCH_SUBJECT')), performance.now()];
   const done = await call().then(() => performance.now());
-  return { bootMs, loadMs: loaded - loadStarted, sdkMs, firstMs: done - loaded, totalMs: done, pepper };
+  return { bootMs, loadMs: loaded - loadStarted, firstMs: done - loaded, totalMs: done };
 }
 // The result goes to fd 3 (stdout carries the handler's logs); the process ends at once, as kept-alive sockets would hold it
 // open. A failure says why, never with a response body: it could hold a token.

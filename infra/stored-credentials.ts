@@ -109,7 +109,7 @@ export function storedCredentialProblems(entries: readonly unknown[], callerAuth
 export class StoredCredentials extends Construct {
   /** STORED_CREDENTIALS: the entries with each key and secret as the function names it. */
   readonly variable: string;
-  /** Whether a credential signs with a KMS key: then the JWKS route exists, and aws-sdk.js holds KMS's client. */
+  /** Whether a credential signs with a KMS key: then the JWKS route exists. */
   readonly publishesKeys: boolean;
   private readonly keyArns: string[] = [];
   private readonly secretArns: string[] = [];

@@ -28,7 +28,7 @@ import {
 } from '../lambda/config';
 import { JWKS_PATH, TOKEN_PATHS } from '../lambda/request/routes';
 import { type AllowlistEntry, parseAllowlist } from '../lambda/policy/token-url-policy';
-import { awsSdkBuildCommand, LAMBDA_ENTRY, lambdaBuildOptions, type SdkClients } from './bundling';
+import { LAMBDA_ENTRY, lambdaBuildOptions } from './bundling';
 import { ALARM_THRESHOLD_DEFAULTS, type AlarmThresholds } from './alarms';
 import { consoleUrl } from './console-links';
 import { CustomDomain, customDomainProblems } from './custom-domain';
@@ -381,7 +381,7 @@ export class TokenExchangeStack extends Stack {
       logGroup: functionLogs,
       environment,
       reservedConcurrentExecutions: settings.reservedConcurrency,
-      bundling: bundlingOptions({ kms: this.storedCredentials?.publishesKeys ?? false }),
+      bundling: bundlingOptions(),
       tracing: settings.tracing === 'active' ? Tracing.ACTIVE : undefined,
     });
     this.network?.attach(this.handler);
@@ -515,7 +515,7 @@ const ACCESS_LOG_FIELDS = {
  * NodejsFunction's bundling, derived from `lambdaBuildOptions` so the deployed bundle is the one the
  * benchmarks and bundle tests build. Local esbuild only: synth never needs Docker.
  */
-function bundlingOptions(clients: SdkClients) {
+function bundlingOptions() {
   const esbuild = lambdaBuildOptions('index.js');
   return {
     forceDockerBundling: false,
@@ -523,16 +523,11 @@ function bundlingOptions(clients: SdkClients) {
     target: esbuild.target,
     minify: esbuild.minify,
     sourceMap: esbuild.sourcemap,
-    externalModules: [...esbuild.external],
+    // Nothing external: the function calls AWS through lambda/aws/, not the SDK (NodejsFunction would leave `@aws-sdk/*` out).
+    externalModules: [],
     logLevel: EsbuildLogLevel.WARNING,
     // The alias keeps `debug` (and so `DEBUG=simple-oauth2*`, which prints the Basic header) out of the bundle.
     esbuildArgs: Object.fromEntries(Object.entries(esbuild.alias).map(([name, target]) => [`--alias:${name}`, target])),
-    // The SDK's clients this deployment calls, built beside the bundle, where its imports of them lead.
-    commandHooks: {
-      beforeBundling: (): string[] => [],
-      beforeInstall: (): string[] => [],
-      afterBundling: (_inputDir: string, outputDir: string): string[] => [awsSdkBuildCommand(outputDir, clients)],
-    },
   };
 }
 

@@ -12,7 +12,7 @@ const bytes = (data: SourceData): Buffer =>
       : Buffer.from(data);
 
 /** SHA-256, or HMAC-SHA-256 given a secret, from node:crypto, in the shape SignatureV4 asks for. */
-class NodeSha256 {
+export class NodeSha256 {
   private hash: Hash | Hmac;
 
   constructor(private readonly secret?: SourceData) {

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SECRETS_MANAGER } from '../aws/endpoints';
+import { awsJsonClient, callErrorName } from '../aws/json-client';
 import type { CacheReport } from './report';
-import { tableErrorName } from './table-calls';
 
 /** The server-side secret mixed into every shared item's keys; the table never holds it. */
 export interface PepperSource {
@@ -22,8 +22,8 @@ const RETRY_AFTER_MS = 1000;
  * initialises and kept for the instance's life. Until it is loaded the shared tier is skipped, never
  * waited on beyond a request's budget.
  */
-export function secretsManagerPepper(secretId: string, clock: () => number): PepperSource {
-  const client = new SecretsManagerClient({ maxAttempts: 2 });
+export function secretsManagerPepper(secretId: string, clock: () => number, env: NodeJS.ProcessEnv = process.env): PepperSource {
+  const client = awsJsonClient(SECRETS_MANAGER, env, Date.now);
   // When the latest load failed; none while it runs, so that requests meanwhile wait for it rather than start another.
   let failedAt: number | undefined;
   // The latest load: under way, or settled with the pepper or with the name of what went wrong.
@@ -32,9 +32,9 @@ export function secretsManagerPepper(secretId: string, clock: () => number): Pep
   const load = (): void => {
     failedAt = undefined;
     latest = client
-      .send(new GetSecretValueCommand({ SecretId: secretId }), { abortSignal: AbortSignal.timeout(LOAD_LIMIT_MS) })
+      .call('GetSecretValue', { SecretId: secretId }, AbortSignal.timeout(LOAD_LIMIT_MS))
       .then(({ SecretString: value }) => {
-        if (value === undefined || value.length < MIN_PEPPER_CHARACTERS) throw Object.assign(new Error(), { name: 'PepperTooShort' });
+        if (typeof value !== 'string' || value.length < MIN_PEPPER_CHARACTERS) throw Object.assign(new Error(), { name: 'PepperTooShort' });
         const pepper = Buffer.from(value, 'utf8');
         // Kept for the instance's life: from now on a request has it at once, with no wait to bound.
         source.get = async () => pepper;
@@ -42,7 +42,7 @@ export function secretsManagerPepper(secretId: string, clock: () => number): Pep
       })
       .catch((error: unknown) => {
         failedAt = clock();
-        return tableErrorName(error);
+        return callErrorName(error);
       });
   };
   const source: PepperSource = {

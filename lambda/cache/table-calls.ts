@@ -1,11 +1,6 @@
-import {
-  type AttributeValue,
-  ConditionalCheckFailedException,
-  DynamoDBClient,
-  GetItemCommand,
-  PutItemCommand,
-  type PutItemCommandInput,
-} from '@aws-sdk/client-dynamodb';
+import { DYNAMODB } from '../aws/endpoints';
+import { AwsCallError, type AwsJson, type AwsJsonClient, awsJsonClient, callErrorName } from '../aws/json-client';
+import { isRecord } from '../type-guards';
 import { TABLE_SCHEMA } from './table-schema';
 import type { SealedState } from './item-state';
 import type { Expected } from './protocol';
@@ -47,13 +42,13 @@ const WARM_UP_KEY = 'warm-up';
 /**
  * The table in DynamoDB, through a client made for it. Region, endpoint (AWS_ENDPOINT_URL_DYNAMODB) and
  * credentials come the standard way, from the environment; one retry at most, within the call limit.
- * One read goes out at once, its answer ignored: the SDK loads the rest of itself and opens its
- * connection while the function initialises, rather than on the first request's hedge.
+ * One read goes out at once, its answer ignored: the connection opens while the function initialises,
+ * rather than on the first request's hedge.
  */
-export function dynamoDbTable(tableName: string, callLimitMs: number): DynamoDbTable {
-  const client = new DynamoDBClient({ maxAttempts: 2 });
-  const warmUp = new GetItemCommand({ TableName: tableName, Key: { [partitionKey.name]: { S: WARM_UP_KEY } } });
-  client.send(warmUp, { abortSignal: AbortSignal.timeout(callLimitMs * 4) }).catch(() => undefined);
+export function dynamoDbTable(tableName: string, callLimitMs: number, env: NodeJS.ProcessEnv = process.env): DynamoDbTable {
+  const client = awsJsonClient(DYNAMODB, env, Date.now);
+  const warmUp = { TableName: tableName, Key: { [partitionKey.name]: { S: WARM_UP_KEY } } };
+  client.call('GetItem', warmUp, AbortSignal.timeout(callLimitMs * 4)).catch(() => undefined);
   return new DynamoDbTable(client, tableName, callLimitMs);
 }
 
@@ -65,7 +60,7 @@ export function dynamoDbTable(tableName: string, callLimitMs: number): DynamoDbT
  */
 export class DynamoDbTable implements Table {
   constructor(
-    private readonly client: DynamoDBClient,
+    private readonly client: AwsJsonClient,
     private readonly tableName: string,
     private readonly callLimitMs: number,
   ) {}
@@ -83,50 +78,50 @@ export class DynamoDbTable implements Table {
       }
     };
     const failed = (error: unknown): Failed => {
-      report.tableError ??= tableErrorName(error);
+      report.tableError ??= callErrorName(error);
       return FAILED;
     };
     return {
       get: (itemKey) =>
         timed(() =>
           this.client
-            .send(new GetItemCommand({ TableName: this.tableName, Key: { [partitionKey.name]: { S: itemKey } }, ConsistentRead: true }), {
-              abortSignal: AbortSignal.timeout(this.callLimitMs),
-            })
-            .then((answer) => answer.Item && storedItem(answer.Item), failed),
+            .call(
+              'GetItem',
+              { TableName: this.tableName, Key: { [partitionKey.name]: { S: itemKey } }, ConsistentRead: true },
+              AbortSignal.timeout(this.callLimitMs),
+            )
+            .then(({ Item: item }) => (isRecord(item) ? storedItem(item) : undefined), failed),
         ),
       put: (itemKey, state, expected, rev) =>
         timed(() =>
           this.client
-            .send(
-              new PutItemCommand({
+            .call(
+              'PutItem',
+              {
                 TableName: this.tableName,
                 Item: {
                   [partitionKey.name]: { S: itemKey },
-                  [attributes.state]: { B: state.sealed },
+                  [attributes.state]: { B: Buffer.from(state.sealed).toString('base64') },
                   [attributes.revision]: { S: rev },
                   [timeToLiveAttribute]: { N: String(state.expiresSeconds) },
                 },
                 ...condition(expected),
                 ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-              }),
-              { abortSignal: AbortSignal.timeout(this.callLimitMs) },
+              },
+              AbortSignal.timeout(this.callLimitMs),
             )
             .then(
               (): Written => ({ rev }),
-              (error: unknown) =>
-                error instanceof ConditionalCheckFailedException ? { lost: error.Item && storedItem(error.Item) } : failed(error),
+              (error: unknown) => (conditionFailed(error) ? { lost: refusingItem(error.body?.Item) } : failed(error)),
             ),
         ),
     };
   }
 }
 
-function condition(
-  expected: Expected,
-): Pick<PutItemCommandInput, 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> {
+function condition(expected: Expected): AwsJson {
   const clauses: string[] = [];
-  const values: Record<string, AttributeValue> = {};
+  const values: Record<string, { S: string }> = {};
   if (expected.unversioned) {
     // Absent, or written by someone else with no string revision: garbage to overwrite, once (an honest write leaves a string).
     clauses.push('NOT attribute_type(#rev, :string)');
@@ -146,21 +141,23 @@ function condition(
   };
 }
 
-function storedItem(raw: Record<string, AttributeValue>): StoredItem {
-  const expires = Number(raw[timeToLiveAttribute]?.N ?? Number.NaN);
-  return {
-    rev: raw[attributes.revision]?.S,
-    expiresSeconds: Number.isSafeInteger(expires) ? expires : undefined,
-    sealed: raw[attributes.state]?.B,
-  };
+const conditionFailed = (error: unknown): error is AwsCallError =>
+  error instanceof AwsCallError && error.name === 'ConditionalCheckFailedException';
+const refusingItem = (item: unknown): StoredItem | undefined => (isRecord(item) ? storedItem(item) : undefined);
+
+/** An attribute's value of one type from DynamoDB's JSON (`{"S": ...}`), when the item has it as that type. */
+function typed(raw: AwsJson, name: string, type: 'S' | 'N' | 'B'): string | undefined {
+  const attribute = raw[name];
+  const value = isRecord(attribute) ? attribute[type] : undefined;
+  return typeof value === 'string' ? value : undefined;
 }
 
-/** A name that says what failed, never a message (which could hold a table name or a key). */
-export function tableErrorName(error: unknown): string {
-  const { name, code } = (error ?? {}) as { name?: unknown; code?: unknown };
-  // A socket's errno code says more than the class the SDK gives it (it names a reset `TimeoutError`).
-  if (typeof code === 'string' && /^E[A-Z0-9_]{2,40}$/.test(code)) return code;
-  // The only abort is the call limit's.
-  if (name === 'AbortError') return 'TimeoutError';
-  return typeof name === 'string' && /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : 'Error';
+function storedItem(raw: AwsJson): StoredItem {
+  const expires = Number(typed(raw, timeToLiveAttribute, 'N') ?? Number.NaN);
+  const sealed = typed(raw, attributes.state, 'B');
+  return {
+    rev: typed(raw, attributes.revision, 'S'),
+    expiresSeconds: Number.isSafeInteger(expires) ? expires : undefined,
+    sealed: sealed === undefined ? undefined : Buffer.from(sealed, 'base64'),
+  };
 }

@@ -1,3 +1,5 @@
+import { callErrorName } from '../aws/json-client';
+
 /**
  * A Secrets Manager or KMS call, or what it gave, that left the broker without a secret, a key or a
  * signature. Its name (the AWS error's, or one of ours) goes into the log line; the caller gets a 502,
@@ -20,11 +22,9 @@ export const sourceError = (name: string): CredentialSourceError => new Credenti
  */
 export const CALL_LIMIT_MS = 2000;
 
-/** The name an AWS SDK error gives itself, or `Error`: never a message, which could hold an ARN. */
+/** The name of what failed: ours, or the AWS call's. */
 export function awsErrorName(error: unknown): string {
-  if (error instanceof CredentialSourceError) return error.errorName;
-  const name = (error as { name?: unknown } | undefined)?.name;
-  return typeof name === 'string' && /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : 'Error';
+  return error instanceof CredentialSourceError ? error.errorName : callErrorName(error);
 }
 
 /** What `work` gives, unless the `performance.now()` deadline passes first; an AWS failure as a {@link CredentialSourceError}. */

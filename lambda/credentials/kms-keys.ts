@@ -1,4 +1,5 @@
-import type * as Kms from '@aws-sdk/client-kms';
+import { KMS } from '../aws/endpoints';
+import { awsJsonClient } from '../aws/json-client';
 import { base64url } from '../request/client-assertion';
 import { CALL_LIMIT_MS, SharedReads, sourceError, withinDeadline } from './aws-sources';
 import { derToJose, type PublicJwk, publicJwk, type SigningAlg } from './jose';
@@ -14,24 +15,28 @@ export interface KeyRing {
 }
 
 /** What a key spec signs as (RFC 7518 3.3 and 3.4), and KMS's name for that algorithm; undefined for a spec no JWS algorithm here fits. */
-function algorithmOf(keySpec: string | undefined): { alg: SigningAlg; kms: Kms.SigningAlgorithmSpec } | undefined {
-  if (keySpec?.startsWith('RSA_')) return { alg: 'RS256', kms: 'RSASSA_PKCS1_V1_5_SHA_256' };
+function algorithmOf(keySpec: unknown): { alg: SigningAlg; kms: string } | undefined {
+  if (typeof keySpec === 'string' && keySpec.startsWith('RSA_')) return { alg: 'RS256', kms: 'RSASSA_PKCS1_V1_5_SHA_256' };
   return keySpec === 'ECC_NIST_P256' ? { alg: 'ES256', kms: 'ECDSA_SHA_256' } : undefined;
 }
 
+/** A base64 blob of KMS's JSON answer, as bytes; an answer without it is not one KMS gives. */
+function blob(value: unknown): Buffer {
+  if (typeof value !== 'string') throw sourceError('AnswerNotKms');
+  return Buffer.from(value, 'base64');
+}
+
 /**
- * KMS through the AWS SDK, configured the standard way (AWS_ENDPOINT_URL_KMS points it at a local
- * stand-in). Called only when a stored credential has a key: the SDK module loads with it.
+ * KMS, configured the standard way (AWS_ENDPOINT_URL_KMS points it at a local stand-in). Called only
+ * when a stored credential has a key.
  */
-export function kmsKeyRing(): KeyRing {
-  /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only when a credential has a key */
-  const { GetPublicKeyCommand, KMSClient, SignCommand } = require('@aws-sdk/client-kms') as typeof Kms;
-  const client = new KMSClient({ maxAttempts: 2 });
+export function kmsKeyRing(env: NodeJS.ProcessEnv = process.env): KeyRing {
+  const client = awsJsonClient(KMS, env, Date.now);
   const keys = new SharedReads(async (keyId) => {
-    const key = await client.send(new GetPublicKeyCommand({ KeyId: keyId }), { abortSignal: AbortSignal.timeout(CALL_LIMIT_MS) });
+    const key = await client.call('GetPublicKey', { KeyId: keyId }, AbortSignal.timeout(CALL_LIMIT_MS));
     const algorithm = algorithmOf(key.KeySpec);
     if (!algorithm || key.KeyUsage !== 'SIGN_VERIFY') throw sourceError('KeyNotForSigning');
-    return { algorithm, jwk: publicJwk(key.PublicKey as Uint8Array, algorithm.alg) };
+    return { algorithm, jwk: publicJwk(blob(key.PublicKey), algorithm.alg) };
   });
   return {
     prefetch: (keyId) => void keys.get(keyId).catch(() => undefined),
@@ -39,10 +44,10 @@ export function kmsKeyRing(): KeyRing {
     async signJwt(keyId, claims, deadline) {
       const { algorithm, jwk } = await withinDeadline(keys.get(keyId), deadline);
       const input = `${base64url({ alg: algorithm.alg, typ: 'JWT', kid: jwk.kid })}.${base64url(claims)}`;
-      const sign = new SignCommand({ KeyId: keyId, Message: Buffer.from(input), MessageType: 'RAW', SigningAlgorithm: algorithm.kms });
+      const sign = { KeyId: keyId, Message: Buffer.from(input).toString('base64'), MessageType: 'RAW', SigningAlgorithm: algorithm.kms };
       const signing = client
-        .send(sign, { abortSignal: AbortSignal.timeout(CALL_LIMIT_MS) })
-        .then(({ Signature: der }) => (algorithm.alg === 'ES256' ? derToJose(der as Uint8Array) : Buffer.from(der as Uint8Array)));
+        .call('Sign', sign, AbortSignal.timeout(CALL_LIMIT_MS))
+        .then(({ Signature: signature }) => (algorithm.alg === 'ES256' ? derToJose(blob(signature)) : blob(signature)));
       return `${input}.${(await withinDeadline(signing, deadline)).toString('base64url')}`;
     },
   };

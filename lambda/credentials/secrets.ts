@@ -1,4 +1,5 @@
-import type * as SecretsManager from '@aws-sdk/client-secrets-manager';
+import { SECRETS_MANAGER } from '../aws/endpoints';
+import { awsJsonClient } from '../aws/json-client';
 import { CALL_LIMIT_MS, SharedReads, sourceError, withinDeadline } from './aws-sources';
 
 /** The client secrets of stored credentials, by Secrets Manager secret id. */
@@ -18,21 +19,16 @@ export interface SecretSource {
 const USABLE_SECRET = /^[\x20-\x7E]{1,1024}$/;
 
 /**
- * Secrets Manager through the AWS SDK, configured the standard way (AWS_ENDPOINT_URL_SECRETS_MANAGER
- * points it at a local stand-in). Called only when a stored credential has a secret: the SDK module
- * loads with it.
+ * Secrets Manager, configured the standard way (AWS_ENDPOINT_URL_SECRETS_MANAGER points it at a local
+ * stand-in). Called only when a stored credential has a secret.
  */
-export function secretsManagerSecrets(): SecretSource {
-  /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only when a credential has a secret */
-  const { GetSecretValueCommand, SecretsManagerClient } = require('@aws-sdk/client-secrets-manager') as typeof SecretsManager;
-  const client = new SecretsManagerClient({ maxAttempts: 2 });
+export function secretsManagerSecrets(env: NodeJS.ProcessEnv = process.env): SecretSource {
+  const client = awsJsonClient(SECRETS_MANAGER, env, Date.now);
   const reads = new SharedReads(async (secretId) => {
-    const { SecretString: value } = await client.send(new GetSecretValueCommand({ SecretId: secretId }), {
-      abortSignal: AbortSignal.timeout(CALL_LIMIT_MS),
-    });
+    const { SecretString: value } = await client.call('GetSecretValue', { SecretId: secretId }, AbortSignal.timeout(CALL_LIMIT_MS));
     // The SecretString is the client secret itself, as the IdP issued it: not a JSON document, no line break.
-    if (!USABLE_SECRET.test(value ?? '')) throw sourceError('SecretUnusable');
-    return value as string;
+    if (typeof value !== 'string' || !USABLE_SECRET.test(value)) throw sourceError('SecretUnusable');
+    return value;
   });
   return {
     prefetch: (secretId) => void reads.get(secretId).catch(() => undefined),

@@ -1,12 +1,13 @@
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DYNAMODB } from '../../lambda/aws/endpoints';
+import { awsJsonClient } from '../../lambda/aws/json-client';
 import { sealState } from '../../lambda/cache/item-state';
 import { requestItemKeys } from '../../lambda/cache/sealed-item';
 import type { Exchange, Outcome } from '../../lambda/cache/outcome';
 import { callLimitFor, SharedTier } from '../../lambda/cache/shared-tier';
 import { TokenCache } from '../../lambda/cache/token-cache';
-import { DynamoDbTable, dynamoDbTable, FAILED, tableErrorName } from '../../lambda/cache/table-calls';
+import { DynamoDbTable, dynamoDbTable, FAILED } from '../../lambda/cache/table-calls';
 import { epochMs, monoMs, realRuntime } from '../../lambda/cache/time';
 import { loadConfig } from '../../lambda/config';
 import type { ExchangeError } from '../../lambda/errors';
@@ -719,20 +720,19 @@ describe('the table calls against DynamoDB and dynalite', () => {
     // Prepare: an item at some revision
     const keys = table.keysOf(body(`faults-client-refused-write-${withItem}`));
     await table.plant(keys, states.claim('h'), 'current');
-    const dynamo = new DynamoDBClient({ endpoint: endpoint(), maxAttempts: 1 });
+    const dynamo = awsJsonClient(DYNAMODB, { ...process.env, AWS_ENDPOINT_URL_DYNAMODB: endpoint() }, Date.now);
     const calls = new DynamoDbTable(dynamo, table.tableName, 1000).calls({});
 
     // Act
     const hold = sealState(keys, { kind: 'hold', hold: { code: 'upstream_throttled', until: epochMs(1) } });
     const written = await calls.put(keys.itemKey, hold, { revs: ['stale'], unversioned: false }, 'next');
-    dynamo.destroy();
 
     // Assess
     expect(written).toEqual({ lost: withItem ? expect.objectContaining({ rev: 'current' }) : undefined });
   });
 
   it('gives a call up at its call limit, and names it', async () => {
-    const dynamo = new DynamoDBClient({ endpoint: proxy.endpoint, maxAttempts: 1 });
+    const dynamo = awsJsonClient(DYNAMODB, { ...process.env, AWS_ENDPOINT_URL_DYNAMODB: proxy.endpoint }, Date.now);
     const report = {};
     const calls = new DynamoDbTable(dynamo, table.tableName, 100).calls(report);
     proxy.set({ kind: 'hang' });
@@ -740,7 +740,6 @@ describe('the table calls against DynamoDB and dynalite', () => {
     const started = performance.now();
     const read = await calls.get('any-item');
     const took = performance.now() - started;
-    dynamo.destroy();
 
     expect(read).toBe(FAILED);
     expect(took).toBeLessThan(1000);
@@ -748,7 +747,7 @@ describe('the table calls against DynamoDB and dynalite', () => {
   });
 
   it('fails each call alone: a call after a failed one is made, and answers', async () => {
-    const dynamo = new DynamoDBClient({ endpoint: proxy.endpoint, maxAttempts: 1 });
+    const dynamo = awsJsonClient(DYNAMODB, { ...process.env, AWS_ENDPOINT_URL_DYNAMODB: proxy.endpoint }, Date.now);
     const report = {};
     const calls = new DynamoDbTable(dynamo, table.tableName, 1000).calls(report);
     proxy.set({ kind: 'error', status: 400, type: 'AccessDeniedException' });
@@ -756,7 +755,6 @@ describe('the table calls against DynamoDB and dynalite', () => {
     const first = await calls.get('any-item');
     proxy.set({ kind: 'pass' });
     const second = await calls.get('any-item');
-    dynamo.destroy();
 
     expect([first, second]).toEqual([FAILED, undefined]);
     expect(report).toMatchObject({ tableError: 'AccessDeniedException' });
@@ -990,39 +988,5 @@ describe('the log line and metrics of the shared tier', () => {
     const errors = lines.filter((line) => 'CacheErrors' in line);
     expect(errors).toEqual([expect.objectContaining({ service: 'token-exchange', CacheErrors: 1 })]);
     expect(errors[0]).not.toHaveProperty('tier');
-  });
-});
-
-describe('the name a table failure is logged under', () => {
-  it.each([
-    [
-      'a socket errno code',
-      Object.assign(new Error('socket hang up at 10.0.0.1'), { name: 'TimeoutError', code: 'ECONNRESET' }),
-      'ECONNRESET',
-    ],
-    ['an abort by the call timeout', Object.assign(new Error('aborted'), { name: 'AbortError' }), 'TimeoutError'],
-    ['the SDK timeout class', Object.assign(new Error('timed out'), { name: 'TimeoutError' }), 'TimeoutError'],
-    [
-      'an AWS error class',
-      Object.assign(new Error('User: arn:aws:iam::1:role/x is not authorized'), { name: 'AccessDeniedException' }),
-      'AccessDeniedException',
-    ],
-    [
-      'a code that is no errno',
-      Object.assign(new Error('x'), { name: 'ResourceNotFoundException', code: 'not an errno' }),
-      'ResourceNotFoundException',
-    ],
-    ['a plain Error', new Error('Requested resource not found: Table: secret-table'), 'Error'],
-    ['a class name that could carry text', Object.assign(new Error('x'), { name: 'Table secret-table not found' }), 'Error'],
-    ['a thrown value that is no object', undefined, 'Error'],
-    [
-      'a code that only ends like an errno',
-      Object.assign(new Error('x'), { name: 'AccessDeniedException', code: 'xECONNRESET' }),
-      'AccessDeniedException',
-    ],
-    ['a code that only starts like an errno', Object.assign(new Error('x'), { code: 'ECONNRESET at 10.0.0.1' }), 'Error'],
-    ['a class name that is no string', Object.assign(new Error('x'), { name: 42 }), 'Error'],
-  ])('is the errno code or the class, never the message: %s', (_case, error, name) => {
-    expect(tableErrorName(error)).toBe(name);
   });
 });

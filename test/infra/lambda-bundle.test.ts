@@ -4,11 +4,10 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
-import { AWS_SDK_FILE, awsSdkBuildOptions, lambdaBuildOptions } from '../../infra/bundling';
+import { lambdaBuildOptions } from '../../infra/bundling';
 import { localAwsEnvironment, startLocalDynamoDb } from '../../local/dynamodb-local';
 import { startLocalSecretsManager } from '../../local/secrets-manager-local';
 import { startTokenServer, type TokenServer } from '../support/token-server';
-import type { StoredCredentialProps } from '../../infra/stored-credentials';
 import { synthesize } from './stack-fixture';
 
 const run = promisify(execFile);
@@ -79,11 +78,11 @@ async function exchangeThroughBundle(
 }
 
 describe('the function bundle NodejsFunction builds', () => {
-  it("is one minified file beside its source map and the SDK clients' file", () => {
+  it('is one minified file beside its source map', () => {
     const files = readdirSync(assetDir).sort();
     const code = readAsset('index.js');
 
-    expect(files).toEqual([AWS_SDK_FILE, 'index.js', 'index.js.map']);
+    expect(files).toEqual(['index.js', 'index.js.map']);
     expect(code.trimEnd().endsWith('//# sourceMappingURL=index.js.map')).toBe(true);
     expect(code.split('\n').length).toBeLessThan(100);
   });
@@ -95,52 +94,17 @@ describe('the function bundle NodejsFunction builds', () => {
     expect(readAsset('index.js')).toBe(readFileSync(outfile, 'utf8'));
   });
 
-  it("builds the SDK clients' file byte for byte as awsSdkBuildOptions does (the file benchmarks and tests use)", async () => {
-    const outfile = path.join(scratch, 'reference', AWS_SDK_FILE);
-    await build(awsSdkBuildOptions(outfile, { kms: false }));
-
-    expect(readAsset(AWS_SDK_FILE)).toBe(readFileSync(outfile, 'utf8'));
-  });
-
-  it("builds KMS's client into the SDK's file only for a stored credential that signs in KMS", async () => {
-    // Prepare: the same stack with a keyless credential, and the two files awsSdkBuildOptions builds
-    const keyless = { name: 'keyless', clientId: 'c', issuer: 'https://idp.example.com/', method: 'private_key_jwt', key: 'kms' };
-    const credentials = [{ ...keyless, callers: ['arn:aws:iam::123456789012:role/caller'] }] as StoredCredentialProps[];
-    const { app } = synthesize({ callerAuthorization: 'iam', storedCredentials: credentials }, { bundle: true });
-    const assembly = app.synth();
-    const [asset = ''] = readdirSync(assembly.directory).filter((name) => name.startsWith('asset.'));
-    const built = async (kms: boolean) => {
-      const outfile = path.join(scratch, `sdk-kms-${kms}`, AWS_SDK_FILE);
-      await build(awsSdkBuildOptions(outfile, { kms }));
-      return readFileSync(outfile, 'utf8');
-    };
-    const [withKms, without] = [await built(true), await built(false)];
-    const deployed = readFileSync(path.join(assembly.directory, asset, AWS_SDK_FILE), 'utf8');
-    rmSync(assembly.directory, { recursive: true, force: true });
-
-    // Assess: KMS's client is a sixth of the file or more; the stack without credentials ships the file without it
-    expect(deployed).toBe(withKms);
-    expect(readAsset(AWS_SDK_FILE)).toBe(without);
-    expect(withKms.length - without.length).toBeGreaterThan(without.length / 10);
-  }, 60_000);
-
-  it("leaves node:zlib unloaded as the SDK's file loads (the SDK reads only crc32 from it then)", async () => {
-    const sdk = path.join(assetDir, AWS_SDK_FILE);
-    const driver = `require('node:https'); const before = process.moduleLoadList.length;
-      require(${JSON.stringify(sdk)}); process.stdout.write(JSON.stringify(process.moduleLoadList.slice(before)));`;
-    const { stdout } = await run(process.execPath, ['-e', driver], { env: { PATH: process.env.PATH }, timeout: 20_000 });
-    const loaded = JSON.parse(stdout) as string[];
-
-    // The control: the SDK's other built-ins show up in the list.
-    expect(loaded).toContain('NativeModule os');
-    expect(loaded.filter((name) => /\bzlib\b/.test(name))).toEqual([]);
-  });
-
-  it('holds no AWS SDK in the bundle, and loads none without the shared cache', async () => {
+  it('holds no AWS SDK, and loads no file but itself, even with the shared cache', async () => {
     const bundle = path.join(assetDir, 'index.js');
     const driver = `require(${JSON.stringify(bundle)}); process.stdout.write(JSON.stringify(Object.keys(require.cache)));`;
+    const shared = {
+      TOKEN_CACHE: 'shared',
+      TOKEN_CACHE_TABLE: 'token-cache',
+      TOKEN_CACHE_PEPPER_SECRET: 'pepper',
+      AWS_REGION: 'us-east-1',
+    };
     const { stdout } = await run(process.execPath, ['-e', driver], {
-      env: { PATH: process.env.PATH, TOKEN_CACHE: 'memory' },
+      env: { PATH: process.env.PATH, ...shared, AWS_ENDPOINT_URL: 'http://127.0.0.1:9' },
       timeout: 20_000,
     });
 
@@ -148,8 +112,8 @@ describe('the function bundle NodejsFunction builds', () => {
     expect((JSON.parse(stdout) as string[]).map((file) => path.basename(file))).toEqual(['index.js']);
   });
 
-  it('gets the shared cache its SDK clients from the file beside it: a second instance answers from the table', async () => {
-    // Prepare: the table and the pepper on loopback, reached by the bundled clients through the standard variables
+  it('serves the shared cache through its own AWS calls: a second instance answers from the table', async () => {
+    // Prepare: the table and the pepper on loopback, reached through the standard variables
     const table = await startLocalDynamoDb({ tableName: 'bundle-test-cache' });
     const secrets = await startLocalSecretsManager({ 'bundle-test-pepper': 'p'.repeat(64) });
     const env = {

@@ -1,4 +1,5 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DYNAMODB } from '../../lambda/aws/endpoints';
+import { awsJsonClient } from '../../lambda/aws/json-client';
 import { sealState } from '../../lambda/cache/item-state';
 import type { Expected } from '../../lambda/cache/protocol';
 import { requestItemKeys } from '../../lambda/cache/sealed-item';
@@ -59,16 +60,16 @@ function simulated(): Side {
 }
 
 function real(): Side {
-  const client = new DynamoDBClient({
-    endpoint: proxy.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    maxAttempts: 1,
-  });
+  const env = {
+    AWS_ENDPOINT_URL_DYNAMODB: proxy.endpoint,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+  };
   return {
-    calls: new DynamoDbTable(client, dynalite.tableName, 2000).calls({}),
+    calls: new DynamoDbTable(awsJsonClient(DYNAMODB, env, Date.now), dynalite.tableName, 2000).calls({}),
     write: (_pk, item) => dynalite.put(item as never),
-    close: () => client.destroy(),
+    close: () => undefined,
   };
 }
 

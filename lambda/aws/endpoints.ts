@@ -1,3 +1,25 @@
+/** Where a partition's regional endpoints live. */
+interface Partition {
+  readonly regions: RegExp;
+  readonly dns: string;
+}
+
+// GovCloud's regions, whose standard DynamoDB endpoints are its FIPS endpoints.
+const GOV_CLOUD: Partition = { regions: /^us-gov-\w+-\d+$/, dns: 'amazonaws.com' };
+// The partitions' DNS suffixes by region name, as the AWS SDK's partition table gives them (a test holds the
+// endpoints made from them to the SDK's own).
+const PARTITIONS: readonly Partition[] = [
+  GOV_CLOUD,
+  { regions: /^cn-\w+-\d+$/, dns: 'amazonaws.com.cn' },
+  { regions: /^eusc-(de)-\w+-\d+$/, dns: 'amazonaws.eu' },
+  { regions: /^us-iso-\w+-\d+$/, dns: 'c2s.ic.gov' },
+  { regions: /^us-isob-\w+-\d+$/, dns: 'sc2s.sgov.gov' },
+  { regions: /^eu-isoe-\w+-\d+$/, dns: 'cloud.adc-e.uk' },
+  { regions: /^us-isof-\w+-\d+$/, dns: 'csp.hci.ic.gov' },
+];
+// The commercial partition: any region no other partition claims, as the SDK has it.
+const COMMERCIAL: Pick<Partition, 'dns'> = { dns: 'amazonaws.com' };
+
 /** An AWS service reached over its JSON protocol: how its endpoint, its target header and its signature name it. */
 export interface AwsJsonService {
   /** The first label of its endpoint host (`dynamodb` in `dynamodb.eu-west-1.amazonaws.com`). */
@@ -10,8 +32,8 @@ export interface AwsJsonService {
   readonly targetPrefix: string;
   /** `application/x-amz-json-1.0` or `-1.1`. */
   readonly contentType: string;
-  /** Regions whose standard endpoint is its FIPS endpoint, if any. */
-  readonly fipsStandardIn: RegExp | undefined;
+  /** The partition whose standard endpoints are FIPS endpoints, if any. */
+  readonly fipsStandardIn: Partition | undefined;
 }
 
 export const DYNAMODB: AwsJsonService = {
@@ -20,7 +42,7 @@ export const DYNAMODB: AwsJsonService = {
   signingName: 'dynamodb',
   targetPrefix: 'DynamoDB_20120810',
   contentType: 'application/x-amz-json-1.0',
-  fipsStandardIn: /^us-gov-/,
+  fipsStandardIn: GOV_CLOUD,
 };
 export const SECRETS_MANAGER: AwsJsonService = {
   hostPrefix: 'secretsmanager',
@@ -39,18 +61,6 @@ export const KMS: AwsJsonService = {
   fipsStandardIn: undefined,
 };
 
-// The partitions' DNS suffixes by region name, as the AWS SDK's partition table gives them (a test holds the
-// endpoints made from them to the SDK's own).
-const PARTITIONS: readonly { readonly regions: RegExp; readonly dns: string }[] = [
-  { regions: /^cn-\w+-\d+$/, dns: 'amazonaws.com.cn' },
-  { regions: /^eusc-(de)-\w+-\d+$/, dns: 'amazonaws.eu' },
-  { regions: /^us-iso-\w+-\d+$/, dns: 'c2s.ic.gov' },
-  { regions: /^us-isob-\w+-\d+$/, dns: 'sc2s.sgov.gov' },
-  { regions: /^eu-isoe-\w+-\d+$/, dns: 'cloud.adc-e.uk' },
-  { regions: /^us-isof-\w+-\d+$/, dns: 'csp.hci.ic.gov' },
-];
-// The commercial partition and GovCloud, and any region no other partition claims, as the SDK has it.
-const STANDARD_DNS = 'amazonaws.com';
 const REGION = /^[a-z0-9]+(-[a-z0-9]+)+$/;
 
 /** A setting the endpoint cannot be made from, named as the user set it. */
@@ -65,19 +75,21 @@ export class EndpointSettingError extends Error {
  * hosts follow rules of their own per service and partition: they are named, not derived.
  */
 export function serviceEndpoint(service: AwsJsonService, env: NodeJS.ProcessEnv): { readonly url: URL; readonly region: string } {
-  const region = env.AWS_REGION ?? '';
+  const region = String(env.AWS_REGION);
   if (!REGION.test(region)) throw new EndpointSettingError('AWS_REGION is not a region name');
   const variable = [`AWS_ENDPOINT_URL_${service.envName}`, 'AWS_ENDPOINT_URL'].find((name) => env[name] !== undefined);
   if (variable !== undefined && env.AWS_IGNORE_CONFIGURED_ENDPOINT_URLS !== 'true') {
     const url = URL.parse(String(env[variable]));
     if (url === null || (url.protocol !== 'https:' && url.protocol !== 'http:'))
       throw new EndpointSettingError(`${variable} is not an http(s) URL`);
+    // Every call is signed as a POST to `/`: an endpoint elsewhere would be signed for the wrong path.
+    if (url.href !== url.origin + '/') throw new EndpointSettingError(`${variable} must be an origin, with no user, path or query`);
     return { url, region };
   }
   if (env.AWS_USE_DUALSTACK_ENDPOINT === 'true') {
     throw new EndpointSettingError(`AWS_USE_DUALSTACK_ENDPOINT: name the dual-stack endpoint in AWS_ENDPOINT_URL_${service.envName}`);
   }
-  const dns = PARTITIONS.find(({ regions }) => regions.test(region))?.dns ?? STANDARD_DNS;
-  const fips = env.AWS_USE_FIPS_ENDPOINT === 'true' && !service.fipsStandardIn?.test(region) ? '-fips' : '';
-  return { url: new URL(`https://${service.hostPrefix}${fips}.${region}.${dns}`), region };
+  const partition = PARTITIONS.find(({ regions }) => regions.test(region)) ?? COMMERCIAL;
+  const fips = env.AWS_USE_FIPS_ENDPOINT === 'true' && service.fipsStandardIn !== partition ? '-fips' : '';
+  return { url: new URL(`https://${service.hostPrefix}${fips}.${region}.${partition.dns}`), region };
 }

@@ -94,7 +94,7 @@ export function awsJsonClient(service: AwsJsonService, env: NodeJS.ProcessEnv, c
       try {
         return await attempt(operation, body, signal);
       } catch (error) {
-        if (!transient(error as AwsCallError)) throw error;
+        if (!worthRetrying(error as AwsCallError)) throw error;
         // Cut short by the signal, the pause ends the call: the attempt after it fails at once as timed out.
         await sleep(Math.random() * RETRY_JITTER_MS, undefined, { signal }).catch(() => undefined);
         return attempt(operation, body, signal);
@@ -142,6 +142,7 @@ function errorType(header: string | string[] | undefined, answer: AwsJson | unde
   return name !== undefined && /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : undefined;
 }
 
-function transient({ name, status }: AwsCallError): boolean {
+/** Whether a failure may pass if tried again: a socket that failed, a server that failed, throttling. */
+export function worthRetrying({ name, status }: AwsCallError): boolean {
   return status === undefined ? TRANSIENT_CODES.has(name) : status === 429 || status >= 500 || THROTTLING.test(name);
 }

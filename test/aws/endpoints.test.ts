@@ -10,6 +10,9 @@ const REGIONS = [
   ...['us-east-1', 'eu-west-3', 'ap-southeast-5', 'il-central-1', 'mx-central-1', 'ca-west-1', 'xx-unknown-9'],
   ...['cn-north-1', 'cn-northwest-1', 'us-gov-west-1', 'us-gov-east-1', 'eusc-de-east-1'],
   ...['us-iso-east-1', 'us-isob-east-1', 'eu-isoe-west-1', 'us-isof-south-1'],
+  // Names no region has yet, at the edges of the partitions' patterns: the SDK says where each belongs.
+  ...['cn-north-1x', 'xcn-north-1', 'cn-north-x', 'cn-1-1', 'eusc-fr-east-1', 'eusc-de-east-1x', 'us-iso-east-1x', 'xus-isob-east-1'],
+  ...['eu-isoe-west-x', 'us-isof-south-1b', 'us-gov-west-1b', 'xus-gov-west-1', 'us-isob-east-x', 'us-iso-x-1', 'a1-b2'],
 ];
 type EndpointProvider = (params: { Region: string; UseFIPS: boolean; UseDualStack: boolean }) => { url: URL };
 const SERVICES: [AwsJsonService, { config: { endpointProvider: EndpointProvider } }][] = [
@@ -49,12 +52,17 @@ describe('serviceEndpoint', () => {
   it.each([
     ['no region', { AWS_REGION: undefined }, 'AWS_REGION is not a region name'],
     ['a region that is no name', { AWS_REGION: 'eu-west-1.evil.example' }, 'AWS_REGION is not a region name'],
+    ['a region that only ends as one', { AWS_REGION: 'evil.example/eu-west-1' }, 'AWS_REGION is not a region name'],
+    ['a region of one word', { AWS_REGION: 'local' }, 'AWS_REGION is not a region name'],
     [
       'an endpoint that is no URL',
       { AWS_ENDPOINT_URL_SECRETS_MANAGER: '127.0.0.1:4000' },
       'AWS_ENDPOINT_URL_SECRETS_MANAGER is not an http(s) URL',
     ],
     ['an endpoint of another scheme', { AWS_ENDPOINT_URL: 'file:///etc/passwd' }, 'AWS_ENDPOINT_URL is not an http(s) URL'],
+    ['an endpoint with a path', { AWS_ENDPOINT_URL: 'http://127.0.0.1:4000/proxy' }, 'AWS_ENDPOINT_URL must be an origin'],
+    ['an endpoint with a query', { AWS_ENDPOINT_URL: 'http://127.0.0.1:4000/?a=b' }, 'AWS_ENDPOINT_URL must be an origin'],
+    ['an endpoint with a user', { AWS_ENDPOINT_URL: 'http://user:pw@127.0.0.1:4000' }, 'AWS_ENDPOINT_URL must be an origin'],
     [
       'dual-stack, whose hosts are named',
       { AWS_USE_DUALSTACK_ENDPOINT: 'true' },

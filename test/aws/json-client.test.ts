@@ -1,5 +1,8 @@
-import { DYNAMODB, KMS } from '../../lambda/aws/endpoints';
-import { AwsCallError, type AwsJson, awsJsonClient, callErrorName, socketFailureName } from '../../lambda/aws/json-client';
+import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { KMSClient, SignCommand } from '@aws-sdk/client-kms';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { type AwsJsonService, DYNAMODB, KMS, SECRETS_MANAGER } from '../../lambda/aws/endpoints';
+import { AwsCallError, type AwsJson, awsJsonClient, callErrorName, socketFailureName, worthRetrying } from '../../lambda/aws/json-client';
 import { createTestCa } from '../support/test-pki';
 import { json, type Script, startTokenServer, type TokenServer } from '../support/token-server';
 
@@ -113,6 +116,13 @@ describe('awsJsonClient', () => {
     ['throttling', json(400, { __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException' })],
     ['a quota', json(400, { __type: 'LimitExceededException' })],
     ['a connection cut before the answer', cut],
+    [
+      'a connection cut in the middle of the answer',
+      (_request, response) => {
+        response.writeHead(200, { 'content-length': '100' }).write('{"Item":');
+        setTimeout(() => response.socket?.destroy(), 10);
+      },
+    ],
   ])('tries once more after %s', async (_case, first) => {
     const { client, sent } = scripted(first, json(200, { ok: true }));
 
@@ -135,11 +145,22 @@ describe('awsJsonClient', () => {
     expect(server.received.length - sent).toBe(2);
   });
 
+  it('takes an answer as large as any of these calls gives, and sends a body by its bytes, not its characters', async () => {
+    const largest = { a: 'x'.repeat(2 * 1024 * 1024 - 8) };
+    const { client, sent } = scripted(json(200, largest));
+
+    const answer = await client.call('GetSecretValue', { SecretId: 'clé-é' }, limit());
+
+    expect(JSON.stringify(largest)).toHaveLength(2 * 1024 * 1024);
+    expect(answer).toEqual(largest);
+    expect(server.received[sent]?.body).toBe('{"SecretId":"clé-é"}');
+  });
+
   it.each([
     ['a refusal', json(400, { __type: 'AccessDeniedException' }), 'AccessDeniedException'],
     ['an answer that is no JSON', json(200, 'not json'), 'AnswerNotJson'],
     ['an answer that is no object', json(200, [1, 2]), 'AnswerNotJson'],
-    ['an answer larger than any of these calls gives', json(200, `"${'x'.repeat(2 * 1024 * 1024)}"`), 'AnswerTooLarge'],
+    ['an answer larger than any of these calls gives', json(200, `"${'x'.repeat(2 * 1024 * 1024 - 1)}"`), 'AnswerTooLarge'],
   ])('does not try again after %s', async (_case, first, name) => {
     const { client, sent } = scripted(first, json(200, {}));
 
@@ -168,7 +189,8 @@ describe('awsJsonClient', () => {
       response.writeHead(500).end();
       response.on('finish', () => setTimeout(() => controller.abort(), 5));
     });
-    const jitter = jest.spyOn(Math, 'random').mockReturnValue(1);
+    // However long the pause would be, the signal ends it.
+    const jitter = jest.spyOn(Math, 'random').mockReturnValue(1e6);
 
     const error = await failure(client.call('GetItem', {}, controller.signal));
     jitter.mockRestore();
@@ -213,12 +235,86 @@ describe('awsJsonClient', () => {
   });
 });
 
+describe('the services, as the AWS SDK calls them', () => {
+  const sdkConfig = () => ({
+    endpoint: server.origin,
+    region: 'eu-west-1',
+    credentials: { accessKeyId: 'AKIDLOCAL', secretAccessKey: 'x' },
+  });
+  const cases: [AwsJsonService, string, () => Promise<unknown>][] = [
+    [DYNAMODB, 'GetItem', () => new DynamoDBClient(sdkConfig()).send(new GetItemCommand({ TableName: 'table', Key: {} }))],
+    [SECRETS_MANAGER, 'GetSecretValue', () => new SecretsManagerClient(sdkConfig()).send(new GetSecretValueCommand({ SecretId: 's' }))],
+    [
+      KMS,
+      'Sign',
+      () => new KMSClient(sdkConfig()).send(new SignCommand({ KeyId: 'k', Message: Buffer.from('m'), SigningAlgorithm: 'ECDSA_SHA_256' })),
+    ],
+  ];
+  // What names the service and the operation: the content type, the target and the signature's scope.
+  const named = (headers: Record<string, unknown>) => ({
+    type: headers['content-type'],
+    target: headers['x-amz-target'],
+    scope: /Credential=AKIDLOCAL\/\d{8}\/([^,]+),/.exec(String(headers.authorization))?.[1],
+  });
+
+  it.each(cases.map(([service, operation, sdk]) => [service.hostPrefix, service, operation, sdk] as const))(
+    'names %s as the SDK does',
+    async (_name, service, operation, sdk) => {
+      const { sent } = scripted(json(200, {}));
+      const env = { ...CREDENTIALS, AWS_REGION: 'eu-west-1', AWS_ENDPOINT_URL: server.origin };
+
+      await sdk();
+      await awsJsonClient(service, env, () => NOW).call(operation, {}, limit());
+
+      const [theirs, ours] = server.received.slice(sent).map(({ headers }) => named(headers));
+      expect(ours).toEqual(theirs);
+      expect(ours?.scope).toBe(`eu-west-1/${service.signingName}/aws4_request`);
+    },
+  );
+});
+
+describe('worthRetrying', () => {
+  it.each(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'])('retries a socket that failed with %s', (code) => {
+    expect(worthRetrying(new AwsCallError(code))).toBe(true);
+  });
+
+  it.each(['ENOTFOUND', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'TimeoutError', 'CredentialsMissing', 'AnswerNotJson'])(
+    'does not retry %s, which no second attempt mends',
+    (name) => {
+      expect(worthRetrying(new AwsCallError(name))).toBe(false);
+    },
+  );
+
+  it.each([
+    [429, 'Http429', true],
+    [500, 'InternalServerError', true],
+    [503, 'Http503', true],
+    [499, 'Http499', false],
+    [400, 'ThrottlingException', true],
+    [400, 'Throttling', true],
+    [400, 'TooManyRequestsException', true],
+    [400, 'RequestThrottledException', true],
+    [400, 'ProvisionedThroughputExceededException', true],
+    [400, 'LimitExceededException', true],
+    [400, 'RequestLimitExceeded', true],
+    [400, 'SlowDown', true],
+    [400, 'AccessDeniedException', false],
+    [400, 'NotThrottling', false],
+    [400, 'SlowDownNow', false],
+    [400, 'TooManyRequestsExceptions', false],
+    [400, 'XProvisionedThroughputExceededException', false],
+  ])('judges an answer %i %s worth retrying: %s', (status, name, retried) => {
+    expect(worthRetrying(new AwsCallError(name, status))).toBe(retried);
+  });
+});
+
 describe('the names of failures', () => {
   it.each([
     ['an errno code', Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:443'), { code: 'ECONNREFUSED' }), 'ECONNREFUSED'],
     ['a TLS code', Object.assign(new Error('x'), { code: 'CERT_HAS_EXPIRED' }), 'CERT_HAS_EXPIRED'],
     ['no code', new Error('socket hang up at 10.0.0.1'), 'NetworkError'],
     ['a code that is no name', Object.assign(new Error('x'), { code: 'ECONNRESET at 10.0.0.1' }), 'NetworkError'],
+    ['a code that only ends as a name', Object.assign(new Error('x'), { code: 'at 10.0.0.1: ECONNRESET' }), 'NetworkError'],
     ['a code that is no string', Object.assign(new Error('x'), { code: 104 }), 'NetworkError'],
   ])('name a socket failure by its code: %s', (_case, error, name) => {
     expect(socketFailureName(error)).toBe(name);

@@ -13,6 +13,8 @@ const REGIONS = [
   // Names no region has yet, at the edges of the partitions' patterns: the SDK says where each belongs.
   ...['cn-north-1x', 'xcn-north-1', 'cn-north-x', 'cn-1-1', 'eusc-fr-east-1', 'eusc-de-east-1x', 'us-iso-east-1x', 'xus-isob-east-1'],
   ...['eu-isoe-west-x', 'us-isof-south-1b', 'us-gov-west-1b', 'xus-gov-west-1', 'us-isob-east-x', 'us-iso-x-1', 'a1-b2'],
+  ...['xeusc-de-east-1', 'xus-iso-east-1', 'xeu-isoe-west-1', 'xus-isof-south-1', 'us-isob-east-1x', 'eu-isoe-west-1x'],
+  ...['us-gov-west-10', 'cn-north-12', 'eusc-de-east-10', 'us-iso-east-10', 'us-isob-east-10', 'eu-isoe-west-10', 'us-isof-south-10'],
 ];
 type EndpointProvider = (params: { Region: string; UseFIPS: boolean; UseDualStack: boolean }) => { url: URL };
 const SERVICES: [AwsJsonService, { config: { endpointProvider: EndpointProvider } }][] = [

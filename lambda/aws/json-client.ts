@@ -9,9 +9,10 @@ import { type AwsCredentials, signPost } from './sigv4';
 export type AwsJson = Record<string, unknown>;
 
 /**
- * A call that failed. `name` says what: AWS's error type (`ConditionalCheckFailedException`), a socket's
- * or TLS's code (`ECONNRESET`, `UNABLE_TO_VERIFY_LEAF_SIGNATURE`), `TimeoutError` when the call's signal fired, or one of ours. The message is the
- * name alone: AWS's messages can hold an ARN or a key. `body` is AWS's error document, when it sent one.
+ * A call that failed. `name` says what: AWS's error type (`ConditionalCheckFailedException`), a
+ * socket's or TLS's code (`ECONNRESET`, `UNABLE_TO_VERIFY_LEAF_SIGNATURE`), `TimeoutError` when the
+ * call's signal fired, or one of ours. The message is the name alone: AWS's messages can hold an ARN
+ * or a key. `body` is AWS's error document, when it sent one.
  */
 export class AwsCallError extends Error {
   constructor(
@@ -46,9 +47,9 @@ const THROTTLING =
 
 /**
  * A client for one AWS service's JSON protocol, configured from the environment as the AWS SDK is
- * (region, endpoint variables, FIPS and dual-stack; the role's credentials from the environment, where
- * Lambda puts them). One retry at most, after a transient failure, within the call's signal. It does
- * what the SDK's client would for these calls at a fraction of its cold start: see docs/DESIGN.md.
+ * (lambda/aws/endpoints.ts; the role's credentials from the environment, where Lambda puts them). One
+ * retry at most, after a transient failure, within the call's signal. It does what the SDK's client
+ * would for these calls at a fraction of its cold start (docs/DESIGN.md).
  */
 export function awsJsonClient(service: AwsJsonService, env: NodeJS.ProcessEnv, clock: () => number): AwsJsonClient {
   const target = connectionTarget(service, env);

@@ -22,8 +22,8 @@ const RETRY_AFTER_MS = 1000;
  * initialises and kept for the instance's life. Until it is loaded the shared tier is skipped, never
  * waited on beyond a request's budget.
  */
-export function secretsManagerPepper(secretId: string, clock: () => number, env: NodeJS.ProcessEnv = process.env): PepperSource {
-  const client = awsJsonClient(SECRETS_MANAGER, env, Date.now);
+export function secretsManagerPepper(secretId: string, clock: () => number): PepperSource {
+  const client = awsJsonClient(SECRETS_MANAGER, process.env, Date.now);
   // When the latest load failed; none while it runs, so that requests meanwhile wait for it rather than start another.
   let failedAt: number | undefined;
   // The latest load: under way, or settled with the pepper or with the name of what went wrong.

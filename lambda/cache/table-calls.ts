@@ -45,8 +45,8 @@ const WARM_UP_KEY = 'warm-up';
  * One read goes out at once, its answer ignored: the connection opens while the function initialises,
  * rather than on the first request's hedge.
  */
-export function dynamoDbTable(tableName: string, callLimitMs: number, env: NodeJS.ProcessEnv = process.env): DynamoDbTable {
-  const client = awsJsonClient(DYNAMODB, env, Date.now);
+export function dynamoDbTable(tableName: string, callLimitMs: number): DynamoDbTable {
+  const client = awsJsonClient(DYNAMODB, process.env, Date.now);
   const warmUp = { TableName: tableName, Key: { [partitionKey.name]: { S: WARM_UP_KEY } } };
   client.call('GetItem', warmUp, AbortSignal.timeout(callLimitMs * 4)).catch(() => undefined);
   return new DynamoDbTable(client, tableName, callLimitMs);

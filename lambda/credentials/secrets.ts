@@ -22,8 +22,8 @@ const USABLE_SECRET = /^[\x20-\x7E]{1,1024}$/;
  * Secrets Manager, configured the standard way (AWS_ENDPOINT_URL_SECRETS_MANAGER points it at a local
  * stand-in). Called only when a stored credential has a secret.
  */
-export function secretsManagerSecrets(env: NodeJS.ProcessEnv = process.env): SecretSource {
-  const client = awsJsonClient(SECRETS_MANAGER, env, Date.now);
+export function secretsManagerSecrets(): SecretSource {
+  const client = awsJsonClient(SECRETS_MANAGER, process.env, Date.now);
   const reads = new SharedReads(async (secretId) => {
     const { SecretString: value } = await client.call('GetSecretValue', { SecretId: secretId }, AbortSignal.timeout(CALL_LIMIT_MS));
     // The SecretString is the client secret itself, as the IdP issued it: not a JSON document, no line break.

@@ -1,8 +1,9 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { noCacheRequested } from './request/cache-control';
 import type { CacheReport } from './cache/report';
-import { createTokenCache, type TokenCache } from './cache/token-cache';
-import { type EpochMs, leftUntil, type MonoMs, monoMs, type Runtime, realRuntime } from './cache/time';
+import { randomBytes } from 'node:crypto';
+import { createTokenCache, type TokenCache } from './cache/shell/token-cache';
+import { type Clock, Deadline, type EpochMs, systemClock } from './clock';
 import { type Config, loadConfig } from './config';
 import { type CredentialReport, StoredCredentials } from './credentials/stored-credentials';
 import { ExchangeError } from './errors';
@@ -27,27 +28,26 @@ const JWKS_MAX_AGE_SECONDS = 300;
  * Build the Lambda handler for a configuration: parse the request (for a stored credential, check
  * that its caller may use it), resolve its token URL (by the issuer's metadata when it names an
  * issuer) under the token URL policy, exchange (through the cache when it is on), and turn the result
- * or the error into the response; or answer the JWKS route. `clock` (epoch ms) is the cache's and the
- * request's time.
+ * or the error into the response; or answer the JWKS route. `clock` is every part's time and timers,
+ * from the request's deadline to the socket's.
  */
 export function createHandler(
   config: Config,
   observability: Observability = powertoolsObservability(config.logLevel),
-  clock: () => number = Date.now,
+  clock: Clock = systemClock(),
 ): TokenHandler {
-  const runtime = realRuntime(clock);
-  const cache = createTokenCache(config.tokenCache, config.upstreamTimeoutMs, runtime);
-  const resolveEndpoint = createEndpointResolver(config.allowlist);
+  const cache = createTokenCache(config.tokenCache, config.upstreamTimeoutMs, { ...clock, id: () => randomBytes(9).toString('base64url') });
+  const resolveEndpoint = createEndpointResolver(config.allowlist, clock);
   const credentials = new StoredCredentials(config.storedCredentials, clock);
-  const parts: Parts = { cache, resolveEndpoint, credentials, runtime };
+  const parts: Parts = { cache, resolveEndpoint, credentials };
 
   return async (event: unknown, context) => {
     const jwks = credentials.publishesKeys && isJwksRoute(event);
     if (!jwks && !isTokenRoute(event)) return notFoundResponse();
-    const started = runtime.mono();
-    const arrivedAt = runtime.epoch();
+    const started = clock.mono();
+    const arrivedAt = clock.epoch();
     // One deadline for everything the request does: the issuer's metadata, table calls, waits and the IdP.
-    const deadline = monoMs(started + config.upstreamTimeoutMs);
+    const deadline = Deadline.after(clock, config.upstreamTimeoutMs);
     const reports: Reports = { metadata: {}, upstream: {}, cached: {}, stored: {}, record: {} };
     const { metadata, upstream, cached, stored, record } = reports;
     let response: Response;
@@ -66,7 +66,7 @@ export function createHandler(
       route: routeOf(event),
       outcome: record.outcome,
       status: response.statusCode,
-      latency_ms: Math.round((performance.now() - started) * 10) / 10,
+      latency_ms: Math.round((clock.mono() - started) * 10) / 10,
       // Undefined where that part never ran; a JSON log line has no such key.
       idp_host: record.idp_host ?? metadata.host,
       metadata_status: metadata.status,
@@ -98,7 +98,6 @@ interface Parts {
   readonly cache: TokenCache | undefined;
   readonly resolveEndpoint: EndpointResolver;
   readonly credentials: StoredCredentials;
-  readonly runtime: Runtime;
 }
 
 /** What the parts of one request report, for its log line. */
@@ -117,23 +116,20 @@ interface Reports {
 async function answerToken(
   parts: Parts,
   event: unknown,
-  time: { readonly arrivedAt: EpochMs; readonly deadline: MonoMs },
+  time: { readonly arrivedAt: EpochMs; readonly deadline: Deadline },
   reports: Reports,
 ): Promise<Response> {
-  const { cache, resolveEndpoint, credentials, runtime } = parts;
+  const { cache, resolveEndpoint, credentials } = parts;
   const { metadata, upstream, cached, stored, record } = reports;
   const asked = parseTokenRequest(event);
   const parsed = 'credential' in asked ? credentials.authorize(asked, event, stored) : asked;
   const { request, target } = await resolveEndpoint(parsed, time.deadline, metadata);
   record.idp_host = target.url.hostname;
-  const exchange = (timeoutMs: number): Promise<IdpToken> =>
+  const exchange = (): Promise<IdpToken> =>
     'credential' in request
-      ? credentials.exchange(request, target, timeoutMs, upstream, stored)
-      : exchangeToken(request, target, timeoutMs, upstream);
-  if (!cache) {
-    // What is left of the deadline once the issuer's metadata, if any, was read.
-    return jsonResponse(200, await exchange(Math.max(1, leftUntil(time.deadline, runtime.mono()))));
-  }
+      ? credentials.exchange(request, target, time.deadline, upstream, stored)
+      : exchangeToken(request, target, time.deadline, upstream);
+  if (!cache) return jsonResponse(200, await exchange());
   // parseTokenRequest accepted the event, so its headers are strings.
   const noCache = noCacheRequested((event as { headers: Record<string, string> }).headers);
   if (noCache) record.no_cache = true;

@@ -1,6 +1,4 @@
-// `npm run sim`: the shared token cache's protocol under a seeded, replayable simulation (docs/TOKEN-CACHE.md).
-// `--seeds N` seeds from `--from S` (default 1), `--requests M` per seed; `--seed S` replays one seed and
-// prints its trace. Exits 1 at the first seed that breaks an invariant, naming it and printing its trace.
+// `npm run sim`: the shared token cache under a seeded, replayable simulation (docs/TOKEN-CACHE.md).
 import { simulate } from './simulation';
 
 const argument = (name: string, fallback: number): number => {
@@ -19,15 +17,15 @@ async function main(): Promise<void> {
   let idp = 0;
   for (let seed = from; seed < from + seeds; seed++) {
     const result = await simulate(seed, requests);
-    answered += result.answered;
-    idp += result.idpRequests;
-    if (result.violations.length > 0 || single >= 0) {
-      console.log(result.trace.join('\n'));
-      console.log(JSON.stringify({ ...result.scenario, secrets: undefined, keys: result.scenario.keys.map((key) => key.id) }));
+    answered += result.record.answers.length;
+    idp += result.record.idp.length;
+    const [first] = result.violations;
+    if (first || single >= 0) {
+      const until = first?.at ?? Infinity;
+      for (const { at, line } of result.trace.filter((entry) => entry.at <= until).slice(-150)) console.log(`${at.toFixed(1).padStart(12)} ${line}`);
     }
-    if (result.violations.length > 0) {
-      const [first] = result.violations;
-      console.log(`seed ${seed}: ${first?.rule}: ${first?.detail}`);
+    if (first) {
+      console.log(`seed ${seed}: ${first.rule}: ${first.detail}`);
       console.log(`replay: npm run sim -- --seed ${seed} --requests ${requests}`);
       process.exitCode = 1;
       return;

@@ -1,145 +1,45 @@
-import type { IdpAnswer, IdpPhase } from './idp';
+import type { IdpAnswer, IdpPhase, SimKey, Tampering } from './record';
 import type { TableBehaviour } from './table';
 
-/** One distinct request a caller may send: its identity for the IdP and the invariants, and its credentials. */
-export interface SimKey {
-  readonly id: string;
-  readonly client: string;
+/** A key as the simulation sends it: its identity for the record, and the secret its requests carry. */
+export interface ScenarioKey extends SimKey {
   readonly secret: string;
-  readonly scope: string;
-  readonly tokenUrl: string;
-  /** A `private_key_jwt` request: never cached, never shared; holds apply. */
-  readonly assertion: boolean;
 }
 
-/** What someone with write access and no pepper does to a key's item: its revision retyped or rewritten, an older copy put back, garbage, a deletion. */
-export type Tampering = 'retype' | 'rewrite' | 'replay' | 'garbage' | 'delete';
+/** What someone with write access and no pepper does: one action, or a run of an item's recorded versions written back one after another. */
+export type TamperAction = Tampering['action'] | 'replay-run';
 
-/** Who sends what when: a caller per instance at random, or requests given one by one. */
+export interface TamperPlan {
+  readonly at: number;
+  /** The key (id) whose item it is, `hold:` and a client for its hold item; else one at random. */
+  readonly key?: string;
+  readonly action?: TamperAction;
+  /** How many times in a row, `everyMs` apart (a replay run: how many versions, and their pace). */
+  readonly times?: number;
+  readonly everyMs?: number;
+}
+
+/** Who sends what when: callers within episodes of activity, or requests given one by one. */
 export type Traffic =
-  | { readonly kind: 'random'; readonly requests: number; readonly thinkMs: number; readonly noCacheShare: number }
+  | {
+      readonly kind: 'random';
+      readonly requests: number;
+      readonly thinkMs: number;
+      readonly noCacheShare: number;
+      /** Spells of activity: time passes between them at no cost, so a token's whole life fits in a run. */
+      readonly episodes: readonly { readonly from: number; readonly to: number }[];
+    }
   | {
       readonly kind: 'scripted';
       readonly arrivals: readonly { readonly at: number; readonly instance: number; readonly key: string; readonly noCache?: boolean }[];
     };
 
-/** Everything one run decides: the fleet, the keys, the IdP, the table and the trouble. */
-export interface Scenario {
-  readonly seed: number;
-  /** `shared`: memory and the table; `memory`: each instance's memory alone. */
-  readonly cache: 'shared' | 'memory';
-  readonly upstreamTimeoutMs: number;
-  /** `lambda`: one request at a time per instance, frozen between them; `concurrent`: many at once, never frozen. */
-  readonly mode: 'lambda' | 'concurrent';
-  readonly instances: number;
-  /** Each instance's wall clock, off the true time by up to half the tolerance either way. */
-  readonly skewsMs: readonly number[];
-  readonly keys: readonly SimKey[];
-  readonly secrets: ReadonlyMap<string, string>;
-  readonly idp: readonly IdpPhase[];
-  /** The table over time: for all, or for one instance's calls (`instance`), or for one item's (`item`: a key id, or `hold:` and the client). */
-  readonly table: readonly TablePhase[];
-  /** When an instance dies (`instance`: that one, else a busy one), replaced by a fresh one. */
-  readonly deaths: readonly { readonly at: number; readonly instance?: number }[];
-  /** When an adversary writes (`key`: that key's item, `times` in a row 100 ms apart; else one at random). */
-  readonly tampering: readonly { readonly at: number; readonly key?: string; readonly action?: Tampering; readonly times?: number }[];
-  readonly traffic: Traffic;
-  /** How long the traffic lasts. */
-  readonly durationMs: number;
-}
-
-/** The scenario of a seed: `requests` is the traffic it aims at, which sets how long it lasts. */
-export function scenario(seed: number, requests: number, random: () => number): Scenario {
-  const pick = <T>(choices: readonly T[]): T => choices[Math.floor(random() * choices.length)] as T;
-  const chance = (p: number) => random() < p;
-  const upstreamTimeoutMs = pick([5000, 5000, 5000, 2000, 1000]);
-  const mode = chance(0.8) ? 'lambda' : 'concurrent';
-  const instances = 2 + Math.floor(random() * 7);
-  const thinkMs = pick([20, 200, 1000, 3000]);
-  const durationMs = Math.max(5000, (requests / instances) * (thinkMs + 60));
-  const clients = ['client-a', 'client-b'].slice(0, chance(0.5) ? 1 : 2);
-  const secrets = new Map(clients.map((client) => [client, `${client}-secret`]));
-  const tokenUrls = chance(0.8) ? ['https://idp.example/token'] : ['https://idp.example/token', 'https://idp.example/token?tenant=2'];
-  const keys: SimKey[] = [];
-  for (const client of clients) {
-    for (const scope of chance(0.5) ? ['read'] : ['read', 'write']) {
-      keys.push({ id: `${client}/${scope}`, client, secret: `${client}-secret`, scope, tokenUrl: pick(tokenUrls), assertion: false });
-    }
-    if (chance(0.3))
-      keys.push({ id: `${client}/wrong`, client, secret: 'wrong-secret', scope: 'read', tokenUrl: pick(tokenUrls), assertion: false });
-    if (chance(0.2)) keys.push({ id: `${client}/jwt`, client, secret: '', scope: 'read', tokenUrl: pick(tokenUrls), assertion: true });
-  }
-  return {
-    seed,
-    cache: chance(0.85) ? 'shared' : 'memory',
-    upstreamTimeoutMs,
-    mode,
-    instances,
-    skewsMs: Array.from({ length: instances }, () => (chance(0.5) ? Math.round((random() - 0.5) * 5000) : 0)),
-    keys,
-    secrets,
-    idp: idpPhases(durationMs, upstreamTimeoutMs, random),
-    table: tablePhases(durationMs, instances, random),
-    deaths: chance(0.2) ? times(durationMs, 1 + Math.floor(random() * 3), random).map((at) => ({ at })) : [],
-    tampering: chance(0.15) ? times(durationMs, 1 + Math.floor(random() * 20), random).map((at) => ({ at })) : [],
-    traffic: { kind: 'random', requests, thinkMs, noCacheShare: chance(0.3) ? 0.05 : 0 },
-    durationMs,
-  };
-}
-
-function times(durationMs: number, count: number, random: () => number): number[] {
-  return Array.from({ length: count }, () => Math.floor(random() * durationMs)).sort((a, b) => a - b);
-}
-
-/** The IdP over time: mostly well, with spells of slowness near the deadline, rejections, throttling, errors and hangs. */
-function idpPhases(durationMs: number, timeoutMs: number, random: () => number): IdpPhase[] {
-  const lifetime = [undefined, 25, 60, 120, 3600][Math.floor(random() * 5)];
-  const healthy: IdpAnswer = { kind: 'token', expiresIn: random() < 0.85 ? (lifetime ?? 120) : lifetime };
-  const phases: IdpPhase[] = [{ from: 0, minMs: 5, maxMs: 50, answer: healthy }];
-  let at = 0;
-  while (at < durationMs) {
-    at += 500 + random() * Math.max(1000, durationMs / 6);
-    const roll = random();
-    const troubled: Omit<IdpPhase, 'from'> =
-      roll < 0.45
-        ? { minMs: 5, maxMs: 50, answer: healthy }
-        : roll < 0.55
-          ? { minMs: timeoutMs * 0.7, maxMs: timeoutMs * 0.94, answer: healthy }
-          : roll < 0.63
-            ? { minMs: 5, maxMs: 50, answer: { kind: 'reject' } }
-            : roll < 0.73
-              ? { minMs: 5, maxMs: 50, answer: { kind: 'throttle', retryAfter: 1 + Math.floor(random() * 30) } }
-              : roll < 0.85
-                ? { minMs: 5, maxMs: 200, answer: { kind: 'error' } }
-                : { minMs: timeoutMs * 2, maxMs: timeoutMs * 3, answer: healthy };
-    phases.push({ from: at, ...troubled });
-  }
-  return phases;
-}
-
-/** The table over time: mostly fast, with spells of slowness, hangs, errors and lost answers, for all or for one instance. */
-function tablePhases(durationMs: number, instances: number, random: () => number): TablePhase[] {
-  const normal: TableBehaviour = { kind: 'normal', minMs: 1, maxMs: 12 };
-  const phases: TablePhase[] = [{ from: 0, behaviour: normal }];
-  if (random() < 0.6) return phases;
-  let at = 0;
-  while (at < durationMs) {
-    at += 1000 + random() * Math.max(2000, durationMs / 4);
-    const roll = random();
-    const behaviour: TableBehaviour =
-      roll < 0.4
-        ? normal
-        : roll < 0.55
-          ? { kind: 'slow', minMs: 50, maxMs: 600 }
-          : roll < 0.7
-            ? { kind: 'hang' }
-            : roll < 0.85
-              ? { kind: 'error' }
-              : { kind: 'lost-answer' };
-    phases.push({ from: at, behaviour, ...(random() < 0.3 ? { instance: `i${Math.floor(random() * instances)}` } : {}) });
-    phases.push({ from: at + 200 + random() * 3000, behaviour: normal });
-  }
-  return phases.sort((a, b) => a.from - b.from);
+/** The Secrets Manager holding the pepper over time, for all or one instance. */
+export interface PepperPhase {
+  readonly from: number;
+  readonly to: number;
+  readonly fault: 'error' | 'hang';
+  readonly instance?: number;
 }
 
 export interface TablePhase {
@@ -149,32 +49,234 @@ export interface TablePhase {
   readonly item?: string;
 }
 
+/** Everything one run decides: the fleet, the keys, the IdP, the table, the pepper and the trouble. */
+export interface Scenario {
+  readonly seed: number;
+  /** `shared`: memory and the table; `memory`: each instance's memory alone. */
+  readonly cache: 'shared' | 'memory';
+  readonly upstreamTimeoutMs: number;
+  /** `lambda`: one request at a time per instance, frozen between them; `concurrent`: many at once, never frozen. */
+  readonly mode: 'lambda' | 'concurrent';
+  readonly instances: number;
+  /** Each instance's wall clock, off the true time by up to half the Clocks rule's 5 s either way (all 0: in step). */
+  readonly skewsMs: readonly number[];
+  readonly keys: readonly ScenarioKey[];
+  readonly idp: readonly IdpPhase[];
+  /** The table over time: for all, or for one instance's calls (`instance`), or for one item's (`item`: a key id, or `hold:` and the client). */
+  readonly table: readonly TablePhase[];
+  /** How long after an item's TTL the table deletes it. */
+  readonly ttlLagMs: number;
+  readonly pepper: readonly PepperPhase[];
+  /** When the pepper secret is rotated. */
+  readonly rotations: readonly number[];
+  /** When an instance dies (`instance`: that one, else a busy one), replaced by a fresh one. */
+  readonly deaths: readonly { readonly at: number; readonly instance?: number }[];
+  readonly tampering: readonly TamperPlan[];
+  readonly traffic: Traffic;
+  /** How long the traffic lasts. */
+  readonly durationMs: number;
+}
+
+const TOKEN_URL = 'https://idp.example/token';
+const LIFETIMES: readonly (number | string | undefined)[] = [undefined, 25, 35, 60, 120, 120, 3600, 3600, '3600', 259_200];
+
+/** The scenario of a seed: `requests` is the traffic it aims at. */
+export function scenario(seed: number, requests: number, random: () => number): Scenario {
+  const pick = <T>(choices: readonly T[]): T => choices[Math.floor(random() * choices.length)] as T;
+  const chance = (p: number) => random() < p;
+  const upstreamTimeoutMs = pick([5000, 5000, 5000, 2000, 1000]);
+  const mode = chance(0.8) ? 'lambda' : 'concurrent';
+  const instances = 2 + Math.floor(random() * 7);
+  const thinkMs = pick([20, 200, 1000, 3000]);
+  const lifetime = pick(LIFETIMES);
+  const bytes = chance(0.05) ? pick([250_000, 450_000]) : undefined;
+  const keys = keysOf(random, chance);
+  const episodes = episodesOf(requests, instances, thinkMs, lifetime, random);
+  const durationMs = (episodes.at(-1) as { to: number }).to;
+  const inStep = chance(0.5);
+  return {
+    seed,
+    cache: chance(0.85) ? 'shared' : 'memory',
+    upstreamTimeoutMs,
+    mode,
+    instances,
+    skewsMs: Array.from({ length: instances }, () => (inStep ? 0 : Math.round((random() - 0.5) * 5000))),
+    keys,
+    idp: idpPhases(episodes, upstreamTimeoutMs, { kind: 'token', expiresIn: lifetime, ...(bytes ? { bytes } : {}), ...(chance(0.2) ? { extExpiresIn: lifetime } : {}) }, random),
+    table: tablePhases(durationMs, instances, keys, random),
+    ttlLagMs: pick([0, 1000, 60_000, 3_600_000, 48 * 3_600_000]),
+    pepper: chance(0.1) ? [pepperTrouble(durationMs, instances, random)] : [],
+    rotations: chance(0.15) ? [Math.floor(random() * durationMs)] : [],
+    deaths: chance(0.2) ? times(durationMs, 1 + Math.floor(random() * 3), random).map((at) => ({ at })) : [],
+    tampering: chance(0.2) ? times(durationMs, 1 + Math.floor(random() * 10), random).map((at) => tamperPlan(at, random)) : [],
+    traffic: { kind: 'random', requests, thinkMs, noCacheShare: chance(0.3) ? 0.05 : 0, episodes },
+    durationMs,
+  };
+}
+
+/** One or two clients, each with one or two scopes; sometimes a wrong secret, a caller's assertion, a stored credential. */
+function keysOf(random: () => number, chance: (p: number) => boolean): ScenarioKey[] {
+  const clients = ['client-a', 'client-b'].slice(0, chance(0.5) ? 1 : 2);
+  const tokenUrls = chance(0.8) ? [TOKEN_URL] : [TOKEN_URL, `${TOKEN_URL}?tenant=2`];
+  const keys: ScenarioKey[] = [];
+  for (const client of clients) {
+    const tokenUrl = tokenUrls[Math.floor(random() * tokenUrls.length)] as string;
+    const key = (id: string, scope: string, kind: ScenarioKey['kind'], secret: string, authentic: boolean, credential?: string): ScenarioKey => ({
+      id: `${client}/${id}`,
+      client,
+      tokenUrl,
+      scope,
+      kind,
+      secret,
+      authentic,
+      ...(credential ? { credential } : {}),
+    });
+    for (const scope of chance(0.5) ? ['read'] : ['read', 'write']) keys.push(key(scope, scope, 'secret', `${client}-secret`, true));
+    if (chance(0.3)) keys.push(key('wrong', 'read', 'secret', 'wrong-secret', false));
+    if (chance(0.2)) keys.push(key('jwt', 'read', 'assertion', '', true));
+    if (chance(0.2)) keys.push(key('cred', 'read', 'credential', '', true, `${client}-cred`));
+  }
+  return keys;
+}
+
+/**
+ * Spells of traffic: the first at 0, each later one where the last spell's tokens are in a phase
+ * worth reaching (their refresh window, stale, the last seconds of their life, just expired, or
+ * expired a lifetime ago), so that hour-long tokens pass through every phase in one run.
+ */
+function episodesOf(requests: number, instances: number, thinkMs: number, lifetime: number | string | undefined, random: () => number) {
+  const count = 1 + Math.floor(random() * 4);
+  const spanMs = Math.max(2000, (requests / count / instances) * (thinkMs + 60));
+  const L = Number(lifetime) * 1000;
+  const episodes: { from: number; to: number }[] = [];
+  let from = 0;
+  for (let index = 0; index < count; index++) {
+    episodes.push({ from, to: from + spanMs });
+    const margin = Math.max(30_000, L / 10);
+    const offsets = Number.isFinite(L)
+      ? [L / 2 + 1000, L - margin - 15_000, L - margin + 2000, L - 8000, L - 3000, L + 2000, 2 * L + 5000]
+      : [2000, 20_000, 60_000];
+    const offset = offsets[Math.floor(random() * offsets.length)] as number;
+    from = Math.max(from + spanMs + 500, from + offset);
+  }
+  return episodes;
+}
+
+function times(durationMs: number, count: number, random: () => number): number[] {
+  return Array.from({ length: count }, () => Math.floor(random() * durationMs)).sort((a, b) => a - b);
+}
+
+/**
+ * The IdP over time: healthy, with trouble at random moments (slowness near the deadline, rejections,
+ * throttling, errors, hangs), and sometimes a story told over the spells: a rejection and then an
+ * outage, an outage through the tokens' expiry, a throttle and its end.
+ */
+function idpPhases(episodes: readonly { from: number; to: number }[], timeoutMs: number, token: IdpAnswer, random: () => number): IdpPhase[] {
+  const healthy = (from: number): IdpPhase => ({ from, minMs: 5, maxMs: 50, answer: token });
+  const phases: IdpPhase[] = [healthy(0)];
+  const trouble = (from: number): IdpPhase => {
+    const roll = random();
+    if (roll < 0.2) return { from, minMs: timeoutMs * 0.7, maxMs: timeoutMs * 0.94, answer: token };
+    if (roll < 0.4) return { from, minMs: 5, maxMs: 50, answer: { kind: 'reject' } };
+    if (roll < 0.6) return { from, minMs: 5, maxMs: 50, answer: { kind: 'throttle', retryAfter: 1 + Math.floor(random() * 30) } };
+    if (roll < 0.85) return { from, minMs: 5, maxMs: 200, answer: { kind: 'error' } };
+    return { from, minMs: timeoutMs * 2, maxMs: timeoutMs * 3, answer: token };
+  };
+  for (const [index, episode] of episodes.entries()) {
+    if (index > 0 && random() < 0.5) {
+      // A story over this spell: it begins at the spell's start.
+      const story = random();
+      const at = episode.from;
+      if (story < 0.35) phases.push({ from: at, minMs: 5, maxMs: 50, answer: { kind: 'reject' } }, trouble(at + 500 + random() * 5000));
+      else if (story < 0.7) phases.push({ from: at, minMs: 5, maxMs: 200, answer: { kind: 'error' } });
+      else phases.push({ from: at, minMs: 5, maxMs: 50, answer: { kind: 'throttle', retryAfter: 1 + Math.floor(random() * 60) } });
+      phases.push(healthy(at + (episode.to - episode.from) * (0.3 + random() * 0.7)));
+    }
+    let at = episode.from;
+    while (at < episode.to) {
+      at += 500 + random() * Math.max(1000, (episode.to - episode.from) / 3);
+      if (at >= episode.to) break;
+      phases.push(random() < 0.45 ? healthy(at) : trouble(at));
+    }
+  }
+  return phases.sort((a, b) => a.from - b.from);
+}
+
+/** The table over time: mostly fast, with spells of slowness, hangs, errors, lost answers and retried writes, for all or for one instance or item. */
+function tablePhases(durationMs: number, instances: number, keys: readonly ScenarioKey[], random: () => number): TablePhase[] {
+  const normal: TableBehaviour = { kind: 'normal', minMs: 1, maxMs: 12 };
+  const phases: TablePhase[] = [{ from: 0, behaviour: normal }];
+  if (random() < 0.5) return phases;
+  let at = 0;
+  while (at < durationMs) {
+    at += 1000 + random() * Math.max(2000, durationMs / 4);
+    const roll = random();
+    const behaviour: TableBehaviour =
+      roll < 0.3
+        ? normal
+        : roll < 0.45
+          ? { kind: 'slow', minMs: 50, maxMs: 600 }
+          : roll < 0.6
+            ? { kind: 'hang' }
+            : roll < 0.75
+              ? { kind: 'error' }
+              : roll < 0.9
+                ? { kind: 'lost-answer' }
+                : { kind: 'retried' };
+    const scope = random();
+    const key = keys[Math.floor(random() * keys.length)] as ScenarioKey;
+    const where = scope < 0.25 ? { instance: `i${Math.floor(random() * instances)}` } : scope < 0.4 ? { item: random() < 0.5 ? key.id : `hold:${key.client}` } : {};
+    phases.push({ from: at, behaviour, ...where }, { from: at + 200 + random() * 3000, behaviour: normal, ...where });
+  }
+  return phases.sort((a, b) => a.from - b.from);
+}
+
+function pepperTrouble(durationMs: number, instances: number, random: () => number): PepperPhase {
+  const from = Math.floor(random() * durationMs);
+  return {
+    from,
+    to: from + 500 + Math.floor(random() * 90_000),
+    fault: random() < 0.5 ? 'error' : 'hang',
+    ...(random() < 0.5 ? { instance: Math.floor(random() * instances) } : {}),
+  };
+}
+
+function tamperPlan(at: number, random: () => number): TamperPlan {
+  if (random() < 0.3) {
+    // Recorded versions written back one after another: at table speed, at a holder's pace, or slower.
+    const everyMs = [2, 10, 250, 600][Math.floor(random() * 4)] as number;
+    return { at, action: 'replay-run', times: 2 + Math.floor(random() * 12), everyMs };
+  }
+  return { at, ...(random() < 0.3 ? { times: 1 + Math.floor(random() * 20), everyMs: 1 + Math.floor(random() * 100) } : {}) };
+}
+
 /** How the table treats a call from `instance` on `item` at `at`: the latest phase for that item, that instance, or all. */
 export function tableBehaviourAt(phases: readonly TablePhase[], at: number, instance: string, item: string | undefined): TableBehaviour {
   let current: TableBehaviour = { kind: 'normal', minMs: 1, maxMs: 12 };
   for (const phase of phases) {
     if (phase.from > at) break;
-    if ((phase.instance === undefined || phase.instance === instance) && (phase.item === undefined || phase.item === item))
-      current = phase.behaviour;
+    const slot = instance.split('.')[0];
+    if ((phase.instance === undefined || phase.instance === slot) && (phase.item === undefined || phase.item === item)) current = phase.behaviour;
   }
   return current;
 }
 
 /**
  * A scenario given whole, for a test: one client with one key by default, a healthy IdP and table,
- * Lambda-shaped instances, and the requests the test lists.
+ * Lambda-shaped instances in step, and the requests the test lists.
  */
 export function scriptedScenario(
   arrivals: Extract<Traffic, { kind: 'scripted' }>['arrivals'],
   parts: Partial<Omit<Scenario, 'traffic'>> = {},
 ): Scenario {
-  const key: SimKey = {
+  const key: ScenarioKey = {
     id: 'client-a/read',
     client: 'client-a',
     secret: 'client-a-secret',
     scope: 'read',
-    tokenUrl: 'https://idp.example/token',
-    assertion: false,
+    tokenUrl: TOKEN_URL,
+    kind: 'secret',
+    authentic: true,
   };
   const instances = parts.instances ?? 1 + Math.max(0, ...arrivals.map((arrival) => arrival.instance));
   return {
@@ -185,9 +287,11 @@ export function scriptedScenario(
     instances,
     skewsMs: Array.from({ length: instances }, () => 0),
     keys: [key],
-    secrets: new Map([['client-a', 'client-a-secret']]),
     idp: [{ from: 0, minMs: 20, maxMs: 20, answer: { kind: 'token', expiresIn: 3600 } }],
     table: [{ from: 0, behaviour: { kind: 'normal', minMs: 2, maxMs: 2 } }],
+    ttlLagMs: 60_000,
+    pepper: [],
+    rotations: [],
     deaths: [],
     tampering: [],
     durationMs: Math.max(0, ...arrivals.map((arrival) => arrival.at)) + 1000,

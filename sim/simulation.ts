@@ -1,59 +1,36 @@
-import { openState } from '../lambda/cache/item-state';
-import type { PepperSource } from '../lambda/cache/pepper';
-import type { CacheReport } from '../lambda/cache/report';
-import { clientHoldKey, requestText } from '../lambda/cache/request-key';
-import { holdItemKeys, type ItemKeys, requestItemKeys } from '../lambda/cache/sealed-item';
-import { callLimitFor, SharedTier } from '../lambda/cache/shared-tier';
-import { monoMs } from '../lambda/cache/time';
-import { TokenCache } from '../lambda/cache/token-cache';
-import { ExchangeError } from '../lambda/errors';
+import { Deadline, type EpochMs } from '../lambda/clock';
+import type { CredentialRequest } from '../lambda/credentials/access-policy';
+import { ExchangeError, UpstreamThrottled } from '../lambda/errors';
 import type { TokenRequest } from '../lambda/request/token-request';
-import { type IdpRequest, SimIdp } from './idp';
-import { Judge } from './judge';
-import { type Scenario, type SimKey, scenario as scenarioOf, tableBehaviourAt, type Tampering } from './scenario';
-import { type Attribute, SimTable } from './table';
+import type { ItemState } from '../lambda/cache/core/item';
+import { cacheSettings } from '../lambda/cache/core/settings';
+import type { CacheReport } from '../lambda/cache/report';
+import { assertionHoldKey, clientHoldKey, credentialHoldKey, requestText } from '../lambda/cache/request-key';
+import { pepperSource } from '../lambda/cache/shell/pepper';
+import { holdItemKeys, type ItemKeys, openState, requestItemKeys } from '../lambda/cache/shell/sealed-item';
+import { SharedTier } from '../lambda/cache/shell/shared-tier';
+import { TokenCache } from '../lambda/cache/shell/token-cache';
+import { SimIdp } from './idp';
+import { judge } from './judge';
+import type { Answer, Asked, InstanceLife, PepperRead, SimRecord, Tampering, Violation } from './record';
+import { type Scenario, type ScenarioKey, scenario as scenarioOf, type TamperAction, type TamperPlan, tableBehaviourAt } from './scenario';
+import { type Attribute, type RawItem, SimTable } from './table';
 import { type Owner, prng, World } from './world';
-
-/** One request the simulation sent, and what its caller got. */
-export interface Answered {
-  readonly key: SimKey;
-  readonly instance: string;
-  readonly noCache: boolean;
-  readonly arrivedAt: number;
-  readonly answeredAt: number;
-  readonly status: number;
-  readonly code: string | undefined;
-  readonly header: 'hit' | 'miss' | 'stale' | undefined;
-  readonly token: string | undefined;
-}
-
-export interface Violation {
-  readonly rule: string;
-  readonly at: number;
-  readonly detail: string;
-}
 
 export interface SimResult {
   readonly seed: number;
   readonly scenario: Scenario;
-  readonly answered: number;
-  readonly died: number;
-  readonly idpRequests: number;
-  readonly tableCalls: number;
+  readonly record: SimRecord;
   readonly violations: readonly Violation[];
-  /** The last events before the first violation (or the end), one line each, for a reader to replay. */
-  readonly trace: readonly string[];
-  /** Every answer and every IdP request, in order: what a scripted scenario asserts on. */
-  readonly answers: readonly Answered[];
-  readonly sent: readonly IdpRequest[];
-  /** Writes the table took for each key's item (key id), landed or refused. */
-  readonly writes: ReadonlyMap<string, number>;
+  /** What happened, one line an event, each with its time: a reader replays a failure from it. */
+  readonly trace: readonly { readonly at: number; readonly line: string }[];
 }
 
-const TRACE_LINES = 400;
+const TRACE_KEPT = 20_000;
 
 interface Instance {
   readonly owner: Owner;
+  readonly slot: number;
   readonly cache: TokenCache;
   readonly runtime: ReturnType<World['runtime']>;
   busy: number;
@@ -68,85 +45,81 @@ export function simulate(seed: number, requests: number): Promise<SimResult> {
 }
 
 /**
- * Run a scenario: a fleet of instances running the real cache code (memory tier, protocol, driver)
- * over a simulated table, IdP and clocks, with the scenario's trouble, checking every invariant as it
- * goes. `random` decides what the scenario leaves to chance.
+ * Run a scenario: a fleet of instances running the real cache code (memory tier, visit protocol,
+ * driver, pepper source) over a simulated table, IdP, Secrets Manager and clocks, with the scenario's
+ * trouble; then judge the record of what was seen from outside.
  */
 export async function runScenario(plan: Scenario, random: () => number = prng(plan.seed)): Promise<SimResult> {
   const { seed } = plan;
   const world = new World();
-  const trace: string[] = [];
+  const trace: { at: number; line: string }[] = [];
   const note = (line: string) => {
-    trace.push(`${world.now.toFixed(1).padStart(10)} ${line}`);
-    if (trace.length > TRACE_LINES) trace.shift();
+    trace.push({ at: world.now, line });
+    if (trace.length > TRACE_KEPT) trace.shift();
   };
-  const T = plan.upstreamTimeoutMs;
-  const callLimitMs = callLimitFor(T);
-  const itemKeys = new Map<string, ItemKeys & { key: string }>();
+  const settings = cacheSettings(plan.upstreamTimeoutMs);
+  const eras = [0, ...plan.rotations];
+  const pepperOf = (era: number) => Buffer.from(`simulated-pepper-${seed}-${era}-0123456789abcdefghij`);
+  const names = itemNames(plan, eras.map((_, era) => pepperOf(era)));
   const table = new SimTable(
     world,
     prng(seed ^ 0x5eed),
-    (at, instance, pk) => tableBehaviourAt(plan.table, at, instance, itemKeys.get(pk)?.key),
-    callLimitMs,
+    (at, instance, pk) => tableBehaviourAt(plan.table, at, instance, names.get(pk)?.name),
+    settings.callLimitMs,
+    plan.ttlLagMs,
+    (pk) => names.get(pk)?.name ?? '?',
     note,
   );
+  table.describe = (pk, item) => describe(names.get(pk), item);
   const idp = new SimIdp(world, prng(seed ^ 0x1d9), plan.idp);
-  const pepper = Buffer.from(`simulated-pepper-${seed}-0123456789abcdef`);
-  const pepperSource: PepperSource = { get: async () => pepper };
-  const requestOf = (key: SimKey): TokenRequest =>
-    key.assertion
-      ? {
-          clientId: key.client,
-          accessTokenUrl: key.tokenUrl,
-          grantType: 'client_credentials',
-          scope: key.scope,
-          authMethod: 'private_key_jwt',
-          clientAssertion: 'assertion',
-        }
-      : {
-          clientId: key.client,
-          accessTokenUrl: key.tokenUrl,
-          grantType: 'client_credentials',
-          scope: key.scope,
-          authMethod: 'client_secret_basic',
-          clientSecret: key.secret,
-        };
-  for (const key of plan.keys) {
-    if (!key.assertion) {
-      const request = requestOf(key) as Extract<TokenRequest, { clientSecret: string }>;
-      const keys = requestItemKeys(pepper, key.secret, requestText(request, key.tokenUrl));
-      itemKeys.set(keys.itemKey, { ...keys, key: key.id });
-    }
-    const hold = holdItemKeys(pepper, clientHoldKey(key.client, key.tokenUrl));
-    itemKeys.set(hold.itemKey, { ...hold, key: `hold:${key.client}` });
-  }
-  table.describe = (pk, item) => describe(itemKeys.get(pk), item);
-  const judge = new Judge(plan, idp, table, itemKeys, note);
+  const pepperReads: PepperRead[] = [];
+  const pepperRandom = prng(seed ^ 0x9e99e);
 
+  const lives: { -readonly [K in keyof InstanceLife]: InstanceLife[K] }[] = [];
   const instances: Instance[] = [];
   let serial = 0;
   const start = (slot: number): Instance => {
-    const owner: Owner = { name: `i${slot}`, frozen: false, dead: false, deferred: [] };
-    const runtime = world.runtime(owner, plan.skewsMs[slot] ?? 0, prng(seed ^ (0x1000 + serial++)));
+    const incarnation = lives.filter((life) => life.name.split('.')[0] === `i${slot}`).length;
+    const owner: Owner = { name: incarnation === 0 ? `i${slot}` : `i${slot}.${incarnation}`, frozen: false, dead: false, deferred: [] };
+    const skewMs = plan.skewsMs[slot] ?? 0;
+    const runtime = world.runtime(owner, skewMs, prng(seed ^ (0x1000 + serial++)));
+    const read = (deadline: Deadline): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const record = { instance: owner.name, sentAt: world.now, answeredAt: undefined as number | undefined, fault: 'none' as PepperRead['fault'] };
+        pepperReads.push(record);
+        const trouble = plan.pepper.find((phase) => phase.from <= world.now && world.now < phase.to && (phase.instance === undefined || phase.instance === slot));
+        if (trouble) record.fault = trouble.fault;
+        if (trouble?.fault === 'hang') return void deadline.whenPassed(() => reject(Object.assign(new Error(), { name: 'TimeoutError' })));
+        const era = eras.filter((at) => at <= world.now).length - 1;
+        world.schedule(world.now + 2 + pepperRandom() * 8, owner, () => {
+          if (trouble) return reject(Object.assign(new Error(), { name: 'InternalServiceError' }));
+          record.answeredAt = world.now;
+          resolve(pepperOf(era).toString('utf8'));
+        });
+      });
     const tier =
       plan.cache === 'shared'
-        ? new SharedTier({ table: table.for(owner), upstreamTimeoutMs: T, callLimitMs, pepper: pepperSource, runtime })
+        ? new SharedTier({ table: table.for(owner), settings, pepper: pepperSource(read, runtime, settings.pepper), runtime })
         : undefined;
-    const instance = { owner, cache: new TokenCache(tier, runtime, T), runtime, busy: 0, queue: [] };
+    const instance: Instance = { owner, slot, cache: new TokenCache(tier, runtime, settings), runtime, busy: 0, queue: [] };
     instances[slot] = instance;
-    note(`${owner.name} starts (clock ${plan.skewsMs[slot] ?? 0} ms off)`);
+    lives.push({ name: owner.name, skewMs, bornAt: world.now, diedAt: undefined });
+    note(`${owner.name} starts (clock ${skewMs} ms off)`);
     return instance;
   };
 
-  const traffic = plan.traffic;
-  const requests = traffic.kind === 'random' ? traffic.requests : traffic.arrivals.length;
-  let sent = 0;
-  let died = 0;
-  const answers: Answered[] = [];
-  /** A caller's next request to a Lambda-shaped instance, some time after its last answer. */
+  const { traffic } = plan;
+  const asked: Asked[] = [];
+  const answers: Answer[] = [];
+  const limit = traffic.kind === 'random' ? traffic.requests : traffic.arrivals.length;
+  const episodeAt = (at: number) => (traffic.kind === 'random' ? traffic.episodes.find((episode) => episode.from <= at && at < episode.to) : undefined);
+
+  /** A caller's next request to a Lambda-shaped instance, some time after its last answer, within a spell of traffic. */
   const next = (slot: number) => {
-    if (traffic.kind === 'random' && sent < requests)
-      world.schedule(world.now + random() * traffic.thinkMs * 2, undefined, () => send(slot));
+    if (traffic.kind !== 'random' || asked.length >= limit) return;
+    const at = world.now + random() * traffic.thinkMs * 2;
+    const episode = episodeAt(at) ?? traffic.episodes.find((later) => later.from > at);
+    if (episode) world.schedule(Math.max(at, episode.from), undefined, () => send(slot));
   };
   const send = (slot: number, chosen?: { key: string; noCache?: boolean }): void => {
     const instance = instances[slot] as Instance;
@@ -154,26 +127,21 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
       instance.queue.push(() => send(slot, chosen));
       return;
     }
-    const key = chosen
-      ? (plan.keys.find((candidate) => candidate.id === chosen.key) as SimKey)
-      : (plan.keys[Math.floor(random() * plan.keys.length)] as SimKey);
+    if (!chosen && asked.length >= limit) return;
+    const key = chosen ? (plan.keys.find((candidate) => candidate.id === chosen.key) as ScenarioKey) : (plan.keys[Math.floor(random() * plan.keys.length)] as ScenarioKey);
     const noCache = chosen ? chosen.noCache === true : traffic.kind === 'random' && random() < traffic.noCacheShare;
     const { owner, cache, runtime } = instance;
     if (instance.busy === 0 && owner.frozen) world.thaw(owner);
     instance.busy++;
-    sent++;
-    const arrivedAt = world.now;
-    note(`${owner.name} <- ${key.id}${noCache ? ' no-cache' : ''}`);
-    const report: CacheReport = {};
-    const finish = (status: number, code: string | undefined, header: Answered['header'], token: string | undefined) => {
+    const id = asked.length;
+    asked.push({ id, instance: owner.name, key: key.id, noCache, arrivedAt: world.now });
+    note(`${owner.name} <- #${id} ${key.id}${noCache ? ' no-cache' : ''}`);
+    const deadline = Deadline.after(runtime, plan.upstreamTimeoutMs);
+    const finish = (answer: Omit<Answer, 'request' | 'answeredAt'>) => {
       if (owner.dead) return;
       instance.busy--;
-      const answer: Answered = { key, instance: owner.name, noCache, arrivedAt, answeredAt: world.now, status, code, header, token };
-      answers.push(answer);
-      note(
-        `${owner.name} -> ${key.id} ${status}${header ? ` ${header}` : ''}${code ? ` ${code}` : ''}${token ? ` ${token}` : ''} (${(world.now - arrivedAt).toFixed(1)} ms)`,
-      );
-      judge.answered(answer);
+      answers.push({ request: id, answeredAt: world.now, ...answer });
+      note(`${owner.name} -> #${id} ${key.id} ${answer.status}${answer.header ? ` ${answer.header}` : ''}${answer.code ? ` ${answer.code}` : ''}${answer.token ? ` ${answer.token.slice(0, 12)}` : ''}${answer.retryAfter ? ` retry-after ${answer.retryAfter}` : ''} (${(world.now - (asked[id] as Asked).arrivedAt).toFixed(1)} ms)`);
       if (plan.mode === 'lambda') {
         owner.frozen = true;
         const queued = instance.queue.shift();
@@ -181,24 +149,39 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
         else next(slot);
       }
     };
-    const authentic = key.assertion || plan.secrets.get(key.client) === key.secret;
+    const report: CacheReport = {};
     cache
       .resolve({
         request: requestOf(key),
         tokenUrl: key.tokenUrl,
         noCache,
-        arrivedAt: runtime.epoch(),
-        deadline: monoMs(runtime.mono() + T),
-        exchange: tracedExchange(idp.exchange(owner, key.id, key.client, authentic, arrivedAt), () =>
-          note(`${owner.name} => IdP ${key.id}`),
-        ),
+        arrivedAt: runtime.epoch() as EpochMs,
+        deadline,
+        exchange: idp.exchange(owner, key, id, deadline, () => note(`${owner.name} => IdP for #${id} ${key.id}`)),
         report,
       })
       .then(
-        (answer) => finish(200, undefined, answer.header, String(answer.token.access_token)),
+        ({ token, header }) =>
+          finish({
+            status: 200,
+            code: undefined,
+            header,
+            token: String(token.access_token),
+            expiresIn: token.expires_in,
+            extExpiresIn: token.ext_expires_in,
+            retryAfter: undefined,
+          }),
         (error: unknown) => {
           if (!(error instanceof ExchangeError)) throw error;
-          finish(error.statusCode, error.code, undefined, undefined);
+          finish({
+            status: error.statusCode,
+            code: error.code,
+            header: undefined,
+            token: undefined,
+            expiresIn: undefined,
+            extExpiresIn: undefined,
+            retryAfter: error instanceof UpstreamThrottled ? error.retryAfterSeconds : undefined,
+          });
         },
       );
   };
@@ -207,11 +190,14 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
   if (traffic.kind === 'scripted') {
     for (const arrival of traffic.arrivals) world.schedule(arrival.at, undefined, () => send(arrival.instance, arrival));
   } else if (plan.mode === 'lambda') {
-    for (let slot = 0; slot < plan.instances; slot++) world.schedule(random() * traffic.thinkMs, undefined, () => send(slot));
+    for (let slot = 0; slot < plan.instances; slot++) next(slot);
   } else {
-    let at = 0;
-    for (let index = 0; index < requests; index++) {
-      at += random() * traffic.thinkMs * (2 / plan.instances);
+    const spans = traffic.episodes.map((episode) => episode.to - episode.from);
+    const total = spans.reduce((a, b) => a + b, 0);
+    for (let index = 0; index < limit; index++) {
+      let offset = random() * total;
+      const episode = traffic.episodes.find((_, at) => (offset -= spans[at] as number) < 0) ?? (traffic.episodes[0] as { from: number; to: number });
+      const at = episode.from + random() * (episode.to - episode.from);
       const slot = Math.floor(random() * plan.instances);
       world.schedule(at, undefined, () => send(slot));
     }
@@ -222,69 +208,107 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
       if (slot < 0) return;
       const dying = instances[slot] as Instance;
       dying.owner.dead = true;
-      died += dying.busy;
+      (lives.find((life) => life.name === dying.owner.name) as InstanceLife & { diedAt: number | undefined }).diedAt = world.now;
       note(`${dying.owner.name} dies with ${dying.busy} request(s) under way`);
-      judge.died(world.now, dying.owner.name);
-      const queued = start(slot).queue;
-      queued.push(...dying.queue);
-      if (plan.mode === 'lambda')
-        world.schedule(world.now + 100, undefined, () => (queued.length > 0 ? (queued.shift() as () => void)() : next(slot)));
+      const successor = start(slot);
+      successor.queue.push(...dying.queue);
+      if (plan.mode === 'lambda') world.schedule(world.now + 100, undefined, () => (successor.queue.length > 0 ? (successor.queue.shift() as () => void)() : next(slot)));
     });
   }
+  const tamperings: Tampering[] = [];
   for (const tampering of plan.tampering) {
-    world.schedule(tampering.at, undefined, () => tamper(table, itemKeys, tampering, random, world, note, judge));
+    world.schedule(tampering.at, undefined, () => tamper(table, names, eras, tampering, random, world, note, tamperings));
   }
+  for (const at of plan.rotations) world.schedule(at, undefined, () => note('the pepper is rotated'));
 
-  await world.run(plan.durationMs * 4 + 120_000, () => judge.violations.length > 0);
-  judge.finish();
-  const writes = new Map<string, number>();
-  for (const [pk, count] of table.writes) writes.set(itemKeys.get(pk)?.key ?? pk, count);
-  return {
-    seed,
-    scenario: plan,
-    answered: answers.length,
-    died,
-    idpRequests: idp.requests.length,
-    tableCalls: table.calls,
-    violations: judge.violations,
-    trace,
+  await world.run(plan.durationMs * 4 + 600_000);
+  const record: SimRecord = {
+    upstreamTimeoutMs: plan.upstreamTimeoutMs,
+    cache: plan.cache,
+    keys: plan.keys.map(({ secret: _secret, ...key }) => key),
+    instances: lives,
+    idpPhases: plan.idp,
+    requests: asked,
     answers,
-    sent: idp.requests,
-    writes,
+    idp: idp.calls,
+    table: table.calls,
+    pepper: pepperReads,
+    tamperings,
+    rotations: plan.rotations,
+    deletions: table.deletions,
+    endedAt: world.now,
   };
+  return { seed, scenario: plan, record, violations: judge(record), trace };
 }
 
-function tracedExchange(exchange: ReturnType<SimIdp['exchange']>, noteSend: () => void): ReturnType<SimIdp['exchange']> {
-  return (timeoutMs) => {
-    noteSend();
-    return exchange(timeoutMs);
-  };
+function requestOf(key: ScenarioKey): TokenRequest | CredentialRequest {
+  const common = { clientId: key.client, accessTokenUrl: key.tokenUrl, grantType: 'client_credentials', scope: key.scope } as const;
+  switch (key.kind) {
+    case 'assertion':
+      return { ...common, authMethod: 'private_key_jwt', clientAssertion: 'assertion' };
+    case 'credential':
+      return { ...common, credential: key.credential as string, authMethod: 'client_secret_basic' };
+    default:
+      return { ...common, authMethod: 'client_secret_basic', clientSecret: key.secret };
+  }
+}
+
+/** Every item key the fleet may write under each pepper, named for the record: a key's id, or `hold:` and its scope. */
+function itemNames(plan: Scenario, peppers: readonly Buffer[]): Map<string, ItemKeys & { name: string; era: number }> {
+  const names = new Map<string, ItemKeys & { name: string; era: number }>();
+  for (const [era, pepper] of peppers.entries()) {
+    for (const key of plan.keys) {
+      const request = requestOf(key);
+      if (key.kind !== 'assertion') {
+        const keys = requestItemKeys(pepper, key.kind === 'credential' ? null : key.secret, requestText(request as never, key.tokenUrl));
+        names.set(keys.itemKey, { ...keys, name: key.id, era });
+      }
+      const holds: [string, string][] = [
+        [clientHoldKey(key.client, key.tokenUrl), `hold:${key.client}`],
+        [assertionHoldKey(key.client, key.tokenUrl), `hold:${key.client}/jwt`],
+        ...(key.credential ? [[credentialHoldKey(key.credential, key.tokenUrl), `hold:${key.credential}`] as [string, string]] : []),
+      ];
+      for (const [holdKey, name] of holds) {
+        const keys = holdItemKeys(pepper, holdKey);
+        names.set(keys.itemKey, { ...keys, name, era });
+      }
+    }
+  }
+  return names;
 }
 
 /**
  * What someone with write access and no pepper does to one item: retype its revision, rewrite it, put
- * back an older copy, write garbage, or delete it, once or again and again (100 ms apart).
+ * back an older copy (or a run of them, one after another), write garbage, or delete it.
  */
 function tamper(
   table: SimTable,
-  keys: Map<string, ItemKeys & { key: string }>,
-  planned: Scenario['tampering'][number],
+  names: Map<string, ItemKeys & { name: string; era: number }>,
+  eras: readonly number[],
+  planned: TamperPlan,
   random: () => number,
   world: World,
   note: (line: string) => void,
-  judge: Judge,
+  tamperings: Tampering[],
 ): void {
-  const pks = [...keys.keys()];
+  const era = eras.filter((at) => at <= world.now).length - 1;
+  const current = [...names.entries()].filter(([, item]) => item.era === era);
   const pk = planned.key
-    ? ([...keys.entries()].find(([, candidate]) => candidate.key === planned.key)?.[0] as string)
-    : (pks[Math.floor(random() * pks.length)] as string);
-  const actions: Tampering[] = ['retype', 'rewrite', 'replay', 'garbage', 'delete'];
-  const action = planned.action ?? (actions[Math.floor(random() * actions.length)] as Tampering);
-  const times = planned.times ?? (random() < 0.3 ? 1 + Math.floor(random() * 20) : 1);
+    ? (current.find(([, item]) => item.name === planned.key)?.[0] as string)
+    : ((current[Math.floor(random() * current.length)] as [string, unknown])[0] as string);
+  const name = names.get(pk)?.name ?? '?';
+  const actions: TamperAction[] = ['retype', 'rewrite', 'replay', 'garbage', 'delete'];
+  const action = planned.action ?? (actions[Math.floor(random() * actions.length)] as TamperAction);
+  const times = planned.times ?? 1;
+  const everyMs = planned.everyMs ?? 100;
+  // A run replays the item's versions from a random point, in the order they were written.
+  const history = table.history.get(pk) ?? [];
+  const first = Math.floor(random() * history.length);
   for (let index = 0; index < times; index++) {
-    world.schedule(world.now + index * 100, undefined, () => {
-      const item = table.items.get(pk);
-      judge.tampered(pk, world.now);
+    world.schedule(world.now + index * everyMs, undefined, () => {
+      const item = table.peek(pk);
+      let done: Tampering['action'] = action === 'replay-run' ? 'replay' : action;
+      let of: number | undefined;
       switch (action) {
         case 'retype': {
           const retyped = [{ N: '7' }, { BOOL: true }, { NULL: true }, { L: [] }][Math.floor(random() * 4)] as Attribute;
@@ -294,52 +318,51 @@ function tamper(
         case 'rewrite':
           if (item) table.write(pk, { ...item, rev: { S: `forged-${Math.floor(random() * 1e6)}` } });
           break;
-        case 'replay': {
-          const past = table.history.get(pk) ?? [];
-          const old = past[Math.floor(random() * past.length)];
-          if (old) table.write(pk, { ...old, rev: { S: `replay-${Math.floor(random() * 1e6)}` } });
+        case 'replay':
+        case 'replay-run': {
+          const old = action === 'replay' ? history[Math.floor(random() * history.length)] : history[first + index];
+          if (!old) return;
+          table.write(pk, old.item);
+          of = old.at;
+          done = 'replay';
           break;
         }
         case 'garbage':
-          table.write(pk, { pk: { S: pk }, state: { B: Buffer.from([3, 1, 2, 3]) }, rev: { S: 'garbage' }, expires: { N: '99999999999' } });
+          table.write(pk, { pk: { S: pk }, state: { B: Buffer.from([4, 1, 2, 3]) }, rev: { S: 'garbage' }, expires: { N: '99999999999' } });
           break;
         case 'delete':
           table.write(pk, undefined);
           break;
       }
-      note(`adversary: ${action} ${pk.slice(0, 6)}`);
+      tamperings.push({ at: world.now, item: name, action: done, of });
+      note(`adversary: ${done} ${name}${of === undefined ? '' : ` (a copy from ${of.toFixed(1)})`}`);
     });
   }
 }
 
 /** An item in a few words: its state's kind and what decides it. */
-function describe(keys: (ItemKeys & { key: string }) | undefined, item: Record<string, unknown> | undefined): string {
+function describe(keys: (ItemKeys & { name: string }) | undefined, item: RawItem | undefined): string {
   if (!item) return 'absent';
   const state = keys && openItem(keys, item);
   const rev = JSON.stringify(item.rev);
   if (!state) return `garbage rev=${rev}`;
   if (state.kind === 'hold') return `hold until ${state.hold.until} rev=${rev}`;
-  const kept = state.memo.kept ? `kept ${String(state.memo.kept.token.access_token)}` : 'nothing kept';
+  const kept = state.memo.kept ? `kept ${String(state.memo.kept.token.access_token).slice(0, 12)}` : 'nothing kept';
   const rejected = state.memo.rejectedAt ? ` rejected ${state.memo.rejectedAt}` : '';
   const { activity, ended } = state;
   const claimed =
     activity.kind === 'claim'
-      ? `claim ${activity.claim.holder.slice(0, 4)} beat ${activity.claim.beat} left ${activity.claim.leftMs} run ${activity.claim.runMs.toFixed(0)}`
+      ? `claim ${activity.claim.holder.slice(0, 4)} beat ${activity.claim.beat} left ${activity.claim.leftMs} echoes ${activity.claim.echoes.length}`
       : 'idle';
   const outcomes = ended.map(
     (outcome) =>
-      `${outcome.holder.slice(0, 4)}: ${outcome.outcome.kind === 'failure' ? outcome.outcome.failure.code : `answered ${String(outcome.outcome.entry.token.access_token)}`}`,
+      `${outcome.holder.slice(0, 4)}: ${outcome.outcome.kind === 'failure' ? outcome.outcome.failure.code : `answered ${typeof outcome.outcome.token === 'string' ? outcome.outcome.token : String(outcome.outcome.token.token.access_token).slice(0, 12)}`}`,
   );
-  const what = outcomes.length > 0 ? `${claimed} [${outcomes.join('; ')}]` : claimed;
-  return `${what}, ${kept}${rejected} rev=${rev}`;
+  return `${outcomes.length > 0 ? `${claimed} [${outcomes.join('; ')}]` : claimed}, ${kept}${rejected} rev=${rev}`;
 }
 
-/** Open a table item the way the function would (the simulation knows the pepper), for the judge and the trace. */
-export function openItem(keys: ItemKeys, item: { expires?: unknown; state?: unknown } | undefined) {
-  if (!item) return undefined;
+function openItem(keys: ItemKeys, item: RawItem): ItemState | undefined {
   const expires = (item.expires as { N?: string } | undefined)?.N;
   const sealed = (item.state as { B?: Uint8Array } | undefined)?.B;
   return openState(keys, expires === undefined ? undefined : Number(expires), sealed);
 }
-
-export type { IdpRequest };

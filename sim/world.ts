@@ -1,4 +1,5 @@
-import { epochMs, monoMs, type Runtime } from '../lambda/cache/time';
+import type { Runtime } from '../lambda/cache/shell/shared-tier';
+import { epochMs, monoMs } from '../lambda/clock';
 
 /** A seeded generator (mulberry32): one seed, one sequence, on every machine. */
 export function prng(seed: number): () => number {
@@ -81,7 +82,7 @@ export class World {
 
   /**
    * An instance's view of the world: its wall clock `skewMs` off the true time, its own monotonic
-   * clock, timers that are its events, and its own seeded randomness.
+   * clock, timers that are its events, and names from its own seeded randomness.
    */
   runtime(owner: Owner, skewMs: number, random: () => number): Runtime {
     const monoOffset = 1000 + Math.floor(random() * 1e6);
@@ -101,7 +102,6 @@ export class World {
           });
           signal?.addEventListener('abort', onAbort, { once: true });
         }),
-      random,
       id: () => Array.from({ length: 12 }, () => ID_CHARACTERS[Math.floor(random() * 64)]).join(''),
     };
   }

@@ -1,6 +1,6 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { setTimeout as sleep } from 'node:timers/promises';
+import type { Clock, Deadline } from '../clock';
 import { isRecord } from '../type-guards';
 import { type AwsJsonService, serviceEndpoint } from './endpoints';
 import { type AwsCredentials, signPost } from './sigv4';
@@ -31,9 +31,9 @@ export function callErrorName(error: unknown): string {
   return typeof name === 'string' && /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : 'Error';
 }
 
-/** One service's calls, each a signed POST of a JSON document. */
+/** One service's calls, each a signed POST of a JSON document, given up when its deadline passes. */
 export interface AwsJsonClient {
-  call(operation: string, input: AwsJson, signal: AbortSignal): Promise<AwsJson>;
+  call(operation: string, input: AwsJson, deadline: Deadline): Promise<AwsJson>;
 }
 
 // An answer larger than this is no answer of these calls (an item is at most 400 KB, base64 in JSON).
@@ -51,7 +51,7 @@ const THROTTLING =
  * retry at most, after a transient failure, within the call's signal. It does what the SDK's client
  * would for these calls at a fraction of its cold start (docs/DESIGN.md).
  */
-export function awsJsonClient(service: AwsJsonService, env: NodeJS.ProcessEnv, clock: () => number): AwsJsonClient {
+export function awsJsonClient(service: AwsJsonService, env: NodeJS.ProcessEnv, clock: Clock): AwsJsonClient {
   const target = connectionTarget(service, env);
 
   const attempt = (operation: string, body: string, signal: AbortSignal): Promise<AwsJson> => {
@@ -60,7 +60,7 @@ export function awsJsonClient(service: AwsJsonService, env: NodeJS.ProcessEnv, c
     if (credentials === undefined) return Promise.reject(new AwsCallError('CredentialsMissing'));
     const { url, region, transport, agent } = target;
     const unsigned = { 'content-type': service.contentType, 'x-amz-target': `${service.targetPrefix}.${operation}` };
-    const headers = signPost({ host: url.host, headers: unsigned, body }, credentials, service.signingName, region, clock());
+    const headers = signPost({ host: url.host, headers: unsigned, body }, credentials, service.signingName, region, clock.epoch());
     const options = { method: 'POST', agent, signal, headers: { ...headers, 'content-length': Buffer.byteLength(body) } };
     return new Promise<AwsJson>((resolve, reject) => {
       const request = transport.request(url, options, (response) => {
@@ -90,15 +90,18 @@ export function awsJsonClient(service: AwsJsonService, env: NodeJS.ProcessEnv, c
   };
 
   return {
-    async call(operation, input, signal) {
+    async call(operation, input, deadline) {
       const body = JSON.stringify(input);
+      const { signal, release } = deadline.signal();
       try {
         return await attempt(operation, body, signal);
       } catch (error) {
         if (!worthRetrying(error as AwsCallError)) throw error;
-        // Cut short by the signal, the pause ends the call: the attempt after it fails at once as timed out.
-        await sleep(Math.random() * RETRY_JITTER_MS, undefined, { signal }).catch(() => undefined);
-        return attempt(operation, body, signal);
+        // Cut short by the deadline, the pause ends the call: the attempt after it fails at once as timed out.
+        await clock.sleep(Math.random() * RETRY_JITTER_MS, signal).catch(() => undefined);
+        return await attempt(operation, body, signal);
+      } finally {
+        release();
       }
     },
   };

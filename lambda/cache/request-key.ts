@@ -60,9 +60,23 @@ export function assertionHoldKey(clientId: string, tokenUrl: string): string {
   return JSON.stringify([clientId, tokenUrl, 'private_key_jwt']);
 }
 
-/** The hold item a proven key's hold covers: a stored credential at its token URL, or a caller's client id at its token URL. */
-export function holdKeyOf(request: CacheableRequest, tokenUrl: string): string {
-  return 'credential' in request ? JSON.stringify({ credential: request.credential, tokenUrl }) : clientHoldKey(request.clientId, tokenUrl);
+/** The hold item of one stored credential at its token URL: what a hold the credential earns covers. */
+export function credentialHoldKey(credential: string, tokenUrl: string): string {
+  return JSON.stringify({ credential, tokenUrl });
+}
+
+/**
+ * The hold items that cover a request: its client id's at its token URL (a hold on a client id
+ * covers every request for it, stored credentials included), and a stored credential's own.
+ */
+export function holdKeysOf(request: CacheableRequest, tokenUrl: string): readonly string[] {
+  const client = clientHoldKey(request.clientId, tokenUrl);
+  return 'credential' in request ? [credentialHoldKey(request.credential, tokenUrl), client] : [client];
+}
+
+/** The hold item a proven key's hold goes to: a stored credential's own (it covers that credential only), or its client id's. */
+export function earnedHoldKey(request: CacheableRequest, tokenUrl: string): string {
+  return 'credential' in request ? credentialHoldKey(request.credential, tokenUrl) : clientHoldKey(request.clientId, tokenUrl);
 }
 
 /**

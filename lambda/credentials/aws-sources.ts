@@ -1,4 +1,5 @@
 import { callErrorName } from '../aws/json-client';
+import type { Deadline } from '../clock';
 
 /**
  * A Secrets Manager or KMS call, or what it gave, that left the broker without a secret, a key or a
@@ -27,17 +28,10 @@ export function awsErrorName(error: unknown): string {
   return error instanceof CredentialSourceError ? error.errorName : callErrorName(error);
 }
 
-/** What `work` gives, unless the `performance.now()` deadline passes first; an AWS failure as a {@link CredentialSourceError}. */
-export async function withinDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new CredentialSourceError('Timeout', true)), Math.max(0, deadline - performance.now()));
-  });
-  try {
-    return await Promise.race([work.catch((error: unknown) => Promise.reject(new CredentialSourceError(awsErrorName(error)))), late]);
-  } finally {
-    clearTimeout(timer);
-  }
+/** What `work` gives, unless the request's deadline passes first; an AWS failure as a {@link CredentialSourceError}. */
+export function withinDeadline<T>(work: Promise<T>, deadline: Deadline): Promise<T> {
+  const failed = work.catch((error: unknown) => Promise.reject(new CredentialSourceError(awsErrorName(error))));
+  return deadline.race(failed, () => new CredentialSourceError('Timeout', true));
 }
 
 /**

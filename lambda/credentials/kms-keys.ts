@@ -1,5 +1,6 @@
 import { KMS } from '../aws/endpoints';
 import { awsJsonClient } from '../aws/json-client';
+import { type Clock, Deadline } from '../clock';
 import { base64url } from '../request/client-assertion';
 import { CALL_LIMIT_MS, SharedReads, sourceError, withinDeadline } from './aws-sources';
 import { derToJose, type PublicJwk, publicJwk, type SigningAlg } from './jose';
@@ -9,9 +10,9 @@ export interface KeyRing {
   /** Start reading a key's public half now, as the function initialises: the JWKS and the first signature need it. */
   prefetch(keyId: string): void;
   /** The key's public JWK (`kid`: its RFC 7638 thumbprint): read once per instance, then kept. */
-  publicKey(keyId: string, deadline: number): Promise<PublicJwk>;
+  publicKey(keyId: string, deadline: Deadline): Promise<PublicJwk>;
   /** A compact JWS (RFC 7515) of the claims, signed inside KMS with the key's algorithm, `kid` in its header. */
-  signJwt(keyId: string, claims: object, deadline: number): Promise<string>;
+  signJwt(keyId: string, claims: object, deadline: Deadline): Promise<string>;
 }
 
 /** What a key spec signs as (RFC 7518 3.3 and 3.4), and KMS's name for that algorithm; undefined for a spec no JWS algorithm here fits. */
@@ -30,10 +31,10 @@ function blob(value: unknown): Buffer {
  * KMS, configured the standard way (AWS_ENDPOINT_URL_KMS points it at a local stand-in). Called only
  * when a stored credential has a key.
  */
-export function kmsKeyRing(env: NodeJS.ProcessEnv = process.env): KeyRing {
-  const client = awsJsonClient(KMS, env, Date.now);
+export function kmsKeyRing(clock: Clock, env: NodeJS.ProcessEnv = process.env): KeyRing {
+  const client = awsJsonClient(KMS, env, clock);
   const keys = new SharedReads(async (keyId) => {
-    const key = await client.call('GetPublicKey', { KeyId: keyId }, AbortSignal.timeout(CALL_LIMIT_MS));
+    const key = await client.call('GetPublicKey', { KeyId: keyId }, Deadline.after(clock, CALL_LIMIT_MS));
     const algorithm = algorithmOf(key.KeySpec);
     if (!algorithm || key.KeyUsage !== 'SIGN_VERIFY') throw sourceError('KeyNotForSigning');
     return { algorithm, jwk: publicJwk(blob(key.PublicKey), algorithm.alg) };
@@ -46,7 +47,7 @@ export function kmsKeyRing(env: NodeJS.ProcessEnv = process.env): KeyRing {
       const input = `${base64url({ alg: algorithm.alg, typ: 'JWT', kid: jwk.kid })}.${base64url(claims)}`;
       const sign = { KeyId: keyId, Message: Buffer.from(input).toString('base64'), MessageType: 'RAW', SigningAlgorithm: algorithm.kms };
       const signing = client
-        .call('Sign', sign, AbortSignal.timeout(CALL_LIMIT_MS))
+        .call('Sign', sign, Deadline.after(clock, CALL_LIMIT_MS))
         .then(({ Signature: signature }) => (algorithm.alg === 'ES256' ? derToJose(blob(signature)) : blob(signature)));
       return `${input}.${(await withinDeadline(signing, deadline)).toString('base64url')}`;
     },

@@ -1,4 +1,4 @@
-import { leftUntil, monoMs } from '../cache/time';
+import type { Clock, Deadline } from '../clock';
 import { type ExchangeError, upstreamFailure } from '../errors';
 import type { TokenTarget } from '../policy/token-url-policy';
 import { clientAssertionClaims } from '../request/client-assertion';
@@ -26,7 +26,7 @@ export interface CredentialReport {
 type Send = (authentication: ClientAuthentication) => Promise<IdpToken>;
 
 /** How the broker authenticates one stored credential's client, for one exchange: one strategy per method. */
-type StoredClientAuth = (send: Send, tokenUrl: string, deadline: number) => Promise<IdpToken>;
+type StoredClientAuth = (send: Send, tokenUrl: string, deadline: Deadline) => Promise<IdpToken>;
 
 /**
  * The stored credentials of one function instance (STORED_CREDENTIALS): who may use which, and how
@@ -39,12 +39,12 @@ export class StoredCredentials {
   private readonly keyIds: string[] = [];
   private keys?: KeyRing;
 
-  constructor(credentials: readonly StoredCredential[], clock: () => number) {
+  constructor(credentials: readonly StoredCredential[], clock: Clock) {
     let secrets: SecretSource | undefined;
     const strategy = ({ authentication: auth, clientId }: StoredCredential): StoredClientAuth => {
-      if (auth.method !== 'private_key_jwt') return secretAuth((secrets ??= secretsManagerSecrets()), auth);
+      if (auth.method !== 'private_key_jwt') return secretAuth((secrets ??= secretsManagerSecrets(clock)), auth);
       this.keyIds.push(auth.keyId);
-      return keyAuth((this.keys ??= kmsKeyRing()), auth.keyId, clientId, clock);
+      return keyAuth((this.keys ??= kmsKeyRing(clock)), auth.keyId, clientId, clock);
     };
     this.byName = new Map(credentials.map((credential) => [credential.name, { credential, auth: strategy(credential) }]));
   }
@@ -69,24 +69,17 @@ export class StoredCredentials {
   async exchange(
     request: CredentialRequest,
     target: TokenTarget,
-    timeoutMs: number,
+    deadline: Deadline,
     upstream: UpstreamReport,
     report: CredentialReport,
   ): Promise<IdpToken> {
-    const deadline = performance.now() + timeoutMs;
     const { auth } = this.byName.get(request.credential) as { auth: StoredClientAuth };
-    const send: Send = (authentication) =>
-      exchangeToken(
-        { ...request, ...authentication },
-        target,
-        Math.max(1, leftUntil(monoMs(deadline), monoMs(performance.now()))),
-        upstream,
-      );
+    const send: Send = (authentication) => exchangeToken({ ...request, ...authentication }, target, deadline, upstream);
     return sourced(() => auth(send, target.url.href, deadline), report);
   }
 
   /** The JWK Set of every key a credential signs with (RFC 7517 5), each once. */
-  async jwks(deadline: number, report: CredentialReport): Promise<{ keys: PublicJwk[] }> {
+  async jwks(deadline: Deadline, report: CredentialReport): Promise<{ keys: PublicJwk[] }> {
     const keys = await sourced(() => Promise.all(this.keyIds.map((keyId) => (this.keys as KeyRing).publicKey(keyId, deadline))), report);
     // Two credentials may share a key, by one name or two (its alias, its ARN): one JWK for each key.
     return { keys: keys.filter((key, index) => keys.findIndex((other) => other.kid === key.kid) === index) };
@@ -115,10 +108,10 @@ function secretAuth(secrets: SecretSource, auth: Exclude<StoredAuthentication, {
 }
 
 /** `private_key_jwt` (RFC 7523 2.2) with a fresh assertion signed in KMS for each exchange, never resent. */
-function keyAuth(keys: KeyRing, keyId: string, clientId: string, clock: () => number): StoredClientAuth {
+function keyAuth(keys: KeyRing, keyId: string, clientId: string, clock: Clock): StoredClientAuth {
   keys.prefetch(keyId);
   return async (send, tokenUrl, deadline) => {
-    const clientAssertion = await keys.signJwt(keyId, clientAssertionClaims(clientId, tokenUrl, clock()), deadline);
+    const clientAssertion = await keys.signJwt(keyId, clientAssertionClaims(clientId, tokenUrl, clock.epoch()), deadline);
     return send({ authMethod: 'private_key_jwt', clientAssertion });
   };
 }

@@ -17,7 +17,7 @@ const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
  * client secret, `iss` = `sub` = the client id, `aud` = the token URL, a random `jti`, `exp` 60 s
  * after `iat`. A fresh one per request, so the IdP's replay check never sees a `jti` twice.
  */
-export function signClientSecretJwt(clientId: string, clientSecret: string, tokenUrl: string, now: number = Date.now()): string {
+export function signClientSecretJwt(clientId: string, clientSecret: string, tokenUrl: string, now: number): string {
   const signingInput = `${HS256_HEADER}.${base64url(clientAssertionClaims(clientId, tokenUrl, now))}`;
   // OIDC Core 10.1: the MAC key is the octets of the UTF-8 representation of the client secret.
   const signature = createHmac('sha256', Buffer.from(clientSecret, 'utf8')).update(signingInput).digest('base64url');

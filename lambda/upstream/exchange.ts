@@ -5,6 +5,7 @@ import './simple-oauth2-debug';
 import type { AccessToken, Token } from 'simple-oauth2';
 import { Client } from 'simple-oauth2/lib/client';
 import ClientCredentialsGrantType from 'simple-oauth2/lib/client-credentials-grant-type';
+import type { Deadline } from '../clock';
 import { causeChain, type ExchangeError, tokenUrlNotAllowed, upstreamFailure } from '../errors';
 import { grantConfig, tokenParams } from './grant-config';
 import { AddressNotAllowedError, agentFor } from './guarded-agents';
@@ -130,11 +131,16 @@ class RawAnswerClientCredentials extends ClientCredentialsGrantType {
 export async function exchangeToken(
   request: TokenRequest,
   target: TokenTarget,
-  timeoutMs: number,
+  deadline: Deadline,
   report: UpstreamReport,
 ): Promise<IdpToken> {
-  const started = performance.now();
-  const deadline = started + timeoutMs;
+  const { clock } = deadline;
+  const started = clock.mono();
+  // Nothing is sent once the deadline has passed: the caller has its 504 already due.
+  if (deadline.passed()) {
+    report.failure = 'timeout';
+    throw upstreamFailure('upstream_timeout');
+  }
   try {
     // Each stale pooled socket fails once and is destroyed, so this ends on a fresh connection,
     // an answer, or the deadline.
@@ -143,7 +149,7 @@ export async function exchangeToken(
       if (token) return token;
     }
   } finally {
-    report.latencyMs = Math.round((performance.now() - started) * 10) / 10;
+    report.latencyMs = Math.round((clock.mono() - started) * 10) / 10;
   }
 }
 
@@ -151,7 +157,7 @@ export async function exchangeToken(
 async function attemptOnce(
   request: TokenRequest,
   target: TokenTarget,
-  deadline: number,
+  deadline: Deadline,
   report: UpstreamReport,
 ): Promise<IdpToken | undefined> {
   const attempt = new UpstreamAttempt(agentFor(target.url.protocol, target.permit));
@@ -159,7 +165,7 @@ async function attemptOnce(
   const client = new RawAnswerClientCredentials(config, new Client(config));
   const params = tokenParams(request);
 
-  const timer = setTimeout(() => attempt.abort(), Math.max(0, deadline - performance.now()));
+  const cancel = deadline.whenPassed(() => attempt.abort());
   try {
     await client.getToken(params, { agent: attempt.agent });
   } catch (error) {
@@ -169,7 +175,7 @@ async function attemptOnce(
     report.failure = failure;
     throw refusal;
   } finally {
-    clearTimeout(timer);
+    cancel();
   }
   report.status = attempt.status;
   const unusable = unusableAnswer(client.answer, attempt.status as number);
@@ -198,8 +204,8 @@ function unusableAnswer(answer: unknown, status: number): IdpFailure | undefined
  * or a socket error, can be handled before the deadline's own timer runs, and the caller still got
  * no complete answer within UPSTREAM_TIMEOUT_MS.
  */
-function classifyFailure(error: unknown, attempt: UpstreamAttempt, deadline: number, target: TokenTarget): [IdpFailure, ExchangeError] {
-  if (attempt.timedOut || performance.now() >= deadline) return ['timeout', upstreamFailure('upstream_timeout')];
+function classifyFailure(error: unknown, attempt: UpstreamAttempt, deadline: Deadline, target: TokenTarget): [IdpFailure, ExchangeError] {
+  if (attempt.timedOut || deadline.passed()) return ['timeout', upstreamFailure('upstream_timeout')];
   // The guard's refusal is the request's own error, which wreck and simple-oauth2 pass on as it is
   // (Boom decorates it in place), so no cause chain needs walking.
   if (error instanceof AddressNotAllowedError) return ['address_not_allowed', tokenUrlNotAllowed(addressNotAllowed(target.field))];
@@ -207,7 +213,7 @@ function classifyFailure(error: unknown, attempt: UpstreamAttempt, deadline: num
   if (status === undefined) return [failureBeforeAnswer(error, attempt), upstreamError()];
   // RFC 6585 4 and RFC 9110 15.6.4: the IdP asks to wait; that says nothing about the credentials.
   if (status === 429 || (status === 503 && attempt.retryAfter !== undefined)) {
-    return ['throttled', upstreamFailure('upstream_throttled', retryAfterSeconds(attempt.retryAfter, Date.now()))];
+    return ['throttled', upstreamFailure('upstream_throttled', retryAfterSeconds(attempt.retryAfter, deadline.clock.epoch()))];
   }
   if (status >= 400 && status < 500) return ['rejected', upstreamFailure('unauthorized')];
   // A 5xx, or a 101 that switched to another protocol.

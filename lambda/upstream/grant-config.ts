@@ -1,3 +1,4 @@
+import type { Deadline } from '../clock';
 import { JWT_BEARER_ASSERTION_TYPE, signClientSecretJwt } from '../request/client-assertion';
 import type { TokenRequest } from '../request/token-request';
 import type { TokenTarget } from '../policy/token-url-policy';
@@ -13,9 +14,9 @@ const BACKSTOP_GRACE_MS = 1000;
  * default filled in; a test holds the two equal). The grant is built from its parts with it, so
  * joi is never loaded: the request was validated more strictly before reaching here.
  */
-export function grantConfig(request: TokenRequest, target: TokenTarget, deadline: number) {
+export function grantConfig(request: TokenRequest, target: TokenTarget, deadline: Deadline) {
   return {
-    client: { id: request.clientId, idParamName: 'client_id', ...clientCredential(request, target) },
+    client: { id: request.clientId, idParamName: 'client_id', ...clientCredential(request, target, deadline.clock.epoch()) },
     // The absolute URL as tokenPath: wreck resolves the path against tokenHost, so a relative path
     // such as `//169.254.169.254/x` could change the host; an absolute one resolves to itself.
     auth: { tokenHost: target.url.origin, tokenPath: target.url.href, refreshPath: target.url.href, revokePath: '/oauth/revoke' },
@@ -35,10 +36,9 @@ export function grantConfig(request: TokenRequest, target: TokenTarget, deadline
       json: 'force',
       maxBytes: MAX_ANSWER_BYTES,
       // A backstop only: the deadline timer aborts the whole attempt, connect to last byte. The
-      // grace keeps this one from firing first: Node runs timers on libuv's whole-millisecond loop
-      // clock, so either can fire a fraction of a millisecond before performance.now() reaches the
-      // deadline, and an abort by wreck then would read as an error the IdP caused, not a timeout.
-      timeout: Math.max(1, Math.ceil(deadline - performance.now())) + BACKSTOP_GRACE_MS,
+      // grace keeps this one from firing first: wreck's timer is the system's, not the request's
+      // clock's, and an abort by wreck would read as an error the IdP caused, not a timeout.
+      timeout: Math.max(1, deadline.leftMs()) + BACKSTOP_GRACE_MS,
     },
   } as const;
 }
@@ -48,11 +48,11 @@ export function grantConfig(request: TokenRequest, target: TokenTarget, deadline
  * JWT methods (RFC 7523 2.2) that is the assertion as `client_assertion`, with `client_id` beside
  * it, so no client secret ever reaches the wire; the assertion type goes in {@link tokenParams}.
  */
-function clientCredential(request: TokenRequest, target: TokenTarget): { secret: string; secretParamName: string } {
+function clientCredential(request: TokenRequest, target: TokenTarget, now: number): { secret: string; secretParamName: string } {
   switch (request.authMethod) {
     case 'client_secret_jwt':
       return {
-        secret: signClientSecretJwt(request.clientId, request.clientSecret, target.url.href),
+        secret: signClientSecretJwt(request.clientId, request.clientSecret, target.url.href, now),
         secretParamName: 'client_assertion',
       };
     case 'private_key_jwt':

@@ -1,4 +1,5 @@
 import { type IncomingMessage, request as sendRequest } from 'node:http';
+import { type Clock, type Deadline, systemClock } from '../clock';
 import { ExchangeError, tokenUrlNotAllowed, UPSTREAM_ERROR_DESCRIPTION, UPSTREAM_TIMEOUT_DESCRIPTION } from '../errors';
 import { AddressNotAllowedError, agentFor } from './guarded-agents';
 import type { SecretMethod } from '../request/token-request';
@@ -88,29 +89,28 @@ export class IssuerMetadata {
   constructor(
     private readonly allowlist: readonly AllowlistEntry[],
     private readonly keeping: KeepingPolicy = DEFAULT_KEEPING,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = systemClock(),
   ) {}
 
   /**
    * The token endpoint of `issuer` (as the caller gave it; `target` is how the policy accepted it):
    * the kept one, or one read from its metadata by a fetch that concurrent requests share. Throws a
-   * 502, a 504 once `deadline` (`performance.now()`) passes, or a 403 for an address or an endpoint
-   * the policy refuses.
+   * 502, a 504 once `deadline` passes, or a 403 for an address or an endpoint the policy refuses.
    */
-  async tokenEndpoint(issuer: string, target: TokenTarget, deadline: number, report: MetadataReport): Promise<TokenEndpoint> {
+  async tokenEndpoint(issuer: string, target: TokenTarget, deadline: Deadline, report: MetadataReport): Promise<TokenEndpoint> {
     const kept = this.fresh(issuer);
     if (kept) return kept;
-    const started = performance.now();
+    const started = this.clock.mono();
     const { done, progress } = this.fetches.get(issuer) ?? this.start(issuer, target, deadline);
     try {
       // A request that joined a fetch begun earlier waits no longer than its own deadline.
-      return await withinDeadline(done, deadline);
+      return await deadline.race(done, timedOut);
     } catch (error) {
       report.failure = progress.failure ?? 'timeout';
       throw error;
     } finally {
       report.status = progress.status;
-      report.latencyMs = Math.round((performance.now() - started) * 10) / 10;
+      report.latencyMs = Math.round((this.clock.mono() - started) * 10) / 10;
     }
   }
 
@@ -118,12 +118,12 @@ export class IssuerMetadata {
     const kept = this.kept.get(issuer);
     if (!kept) return undefined;
     this.kept.delete(issuer);
-    if (kept.expiresAt <= this.now()) return undefined;
+    if (kept.expiresAt <= this.clock.epoch()) return undefined;
     this.kept.set(issuer, kept); // most recently used goes last
     return kept.endpoint;
   }
 
-  private start(issuer: string, target: TokenTarget, deadline: number): Fetch {
+  private start(issuer: string, target: TokenTarget, deadline: Deadline): Fetch {
     const progress: Progress = {};
     const done = this.discover(issuer, target, deadline, progress)
       .then((endpoint) => {
@@ -139,7 +139,7 @@ export class IssuerMetadata {
   }
 
   private keep(issuer: string, endpoint: TokenEndpoint): void {
-    this.kept.set(issuer, { endpoint, expiresAt: this.now() + this.keeping.ttlMs });
+    this.kept.set(issuer, { endpoint, expiresAt: this.clock.epoch() + this.keeping.ttlMs });
     if (this.kept.size > this.keeping.maxIssuers) this.kept.delete(this.kept.keys().next().value as string);
   }
 
@@ -151,7 +151,7 @@ export class IssuerMetadata {
    * 429, no connection, the deadline) or must not be worked around (a redirect, a document that is
    * there but wrong: RFC 8414 3.3).
    */
-  private async discover(issuer: string, target: TokenTarget, deadline: number, progress: Progress): Promise<TokenEndpoint> {
+  private async discover(issuer: string, target: TokenTarget, deadline: Deadline, progress: Progress): Promise<TokenEndpoint> {
     const fail = (failure: MetadataFailure, error: ExchangeError = upstreamError()): never => {
       progress.failure = failure;
       throw error;
@@ -211,7 +211,7 @@ class CutShort extends Error {}
  * connect time; node:http never follows a redirect). A body is read only for a 2xx, and only up to
  * {@link MAX_METADATA_BYTES}; the request is given up at `deadline`.
  */
-function getDocument(url: URL, permit: AddressPermit, deadline: number): Promise<Answer> {
+function getDocument(url: URL, permit: AddressPermit, deadline: Deadline): Promise<Answer> {
   return new Promise((resolve, reject) => {
     // node:https's request is this one with an https default agent; the agent given here is the
     // guarded one for the URL's protocol, and it decides whether the connection is TLS.
@@ -225,8 +225,8 @@ function getDocument(url: URL, permit: AddressPermit, deadline: number): Promise
       reject(reason);
       request.destroy();
     };
-    const timer = setTimeout(() => giveUp(new Expired()), Math.max(0, deadline - performance.now()));
-    request.on('close', () => clearTimeout(timer));
+    const cancel = deadline.whenPassed(() => giveUp(new Expired()));
+    request.on('close', cancel);
     request.on('error', reject);
     request.on('response', (response: IncomingMessage) => {
       const status = response.statusCode as number;
@@ -257,29 +257,12 @@ function getDocument(url: URL, permit: AddressPermit, deadline: number): Promise
  * Why a metadata request failed, as the caller and the log see it. Any failure once the deadline
  * has passed is a timeout, as in the exchange: the caller got no answer within UPSTREAM_TIMEOUT_MS.
  */
-function classify(error: unknown, deadline: number): [MetadataFailure, ExchangeError] {
-  if (error instanceof Expired || performance.now() >= deadline) {
-    return ['timeout', new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION)];
-  }
+function classify(error: unknown, deadline: Deadline): [MetadataFailure, ExchangeError] {
+  if (error instanceof Expired || deadline.passed()) return ['timeout', timedOut()];
   if (error instanceof AddressNotAllowedError) return ['address_not_allowed', tokenUrlNotAllowed(addressNotAllowed('issuer'))];
   if (error instanceof TooLarge) return ['too_large', upstreamError()];
   return ['unreachable', upstreamError()];
 }
 
-/** `promise`, or a 504 once `deadline` passes, whichever comes first. */
-async function withinDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(
-      () => reject(new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION)),
-      Math.max(0, deadline - performance.now()),
-    );
-  });
-  try {
-    return await Promise.race([promise, expired]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
+const timedOut = (): ExchangeError => new ExchangeError('upstream_timeout', UPSTREAM_TIMEOUT_DESCRIPTION);
 const upstreamError = (): ExchangeError => new ExchangeError('upstream_error', UPSTREAM_ERROR_DESCRIPTION);

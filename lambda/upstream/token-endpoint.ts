@@ -1,3 +1,4 @@
+import type { Clock, Deadline } from '../clock';
 import type { CredentialByIssuer, CredentialRequest } from '../credentials/access-policy';
 import { invalidRequest } from '../errors';
 import { IssuerMetadata, type MetadataReport } from './issuer-metadata';
@@ -12,11 +13,11 @@ export interface ResolvedRequest {
 
 /**
  * Turns a parsed request into what the cache and the exchange work on, given the request's
- * deadline (`performance.now()`) and a report for its log line.
+ * deadline and a report for its log line.
  */
 export type EndpointResolver = (
   request: ParsedTokenRequest | CredentialRequest | CredentialByIssuer,
-  deadline: number,
+  deadline: Deadline,
   report: MetadataReport,
 ) => Promise<ResolvedRequest>;
 
@@ -29,7 +30,8 @@ export type EndpointResolver = (
  */
 export function createEndpointResolver(
   allowlist: readonly AllowlistEntry[],
-  metadata: IssuerMetadata = new IssuerMetadata(allowlist),
+  clock: Clock,
+  metadata: IssuerMetadata = new IssuerMetadata(allowlist, undefined, clock),
 ): EndpointResolver {
   return async (parsed, deadline, report) => {
     if (!('issuer' in parsed)) return { request: parsed, target: checkTokenUrl(parsed.accessTokenUrl, allowlist) };

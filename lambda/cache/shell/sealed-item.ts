@@ -1,9 +1,11 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { type ItemState, usefulUntil } from '../core/item';
 
 // Every derivation and every seal is bound to this label, so nothing made here can be confused with
 // a value of another purpose. The version byte keeps items of another format shut: they never open.
 const DOMAIN = 'token-exchange/shared-token-cache/v2';
-const FORMAT_VERSION = 3;
+// 4: claims carry echoes, outcomes name the kept token, the memo how long its tokens live.
+const FORMAT_VERSION = 4;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 // The plaintext is padded to a multiple of this, so an item's length says little about what it holds.
@@ -82,4 +84,25 @@ export function open(keys: ItemKeys, expiresSeconds: number, sealed: Uint8Array)
 
 function associatedData(itemKey: string, expiresSeconds: number): Buffer {
   return Buffer.from(`${DOMAIN}\0${itemKey}\0${expiresSeconds}`);
+}
+
+/** An item as written: its sealed state and its DynamoDB TTL (epoch seconds, bound into the seal). */
+export interface SealedState {
+  readonly sealed: Buffer;
+  readonly expiresSeconds: number;
+}
+
+/** Seal a state for its item, with the TTL at which nothing in it is of use any more, to any reader. */
+export function sealState(keys: ItemKeys, state: ItemState, rejectionFloorMs: number): SealedState {
+  const expiresSeconds = Math.ceil(usefulUntil(state, rejectionFloorMs) / 1000);
+  return { sealed: seal(keys, expiresSeconds, state), expiresSeconds };
+}
+
+/**
+ * The state sealed in an item, or undefined for anything that does not open with these keys: what
+ * opens was sealed by this service under the same pepper and format, so its shape is the one written.
+ */
+export function openState(keys: ItemKeys, expiresSeconds: number | undefined, sealed: Uint8Array | undefined): ItemState | undefined {
+  if (expiresSeconds === undefined || sealed === undefined) return undefined;
+  return open(keys, expiresSeconds, sealed) as ItemState | undefined;
 }

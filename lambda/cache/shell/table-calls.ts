@@ -1,10 +1,11 @@
-import { DYNAMODB } from '../aws/endpoints';
-import { AwsCallError, type AwsJson, type AwsJsonClient, awsJsonClient, callErrorName } from '../aws/json-client';
-import { isRecord } from '../type-guards';
-import { TABLE_SCHEMA } from './table-schema';
-import type { SealedState } from './item-state';
-import type { Expected } from './protocol';
-import type { CacheReport } from './report';
+import { DYNAMODB } from '../../aws/endpoints';
+import { AwsCallError, type AwsJson, type AwsJsonClient, awsJsonClient, callErrorName } from '../../aws/json-client';
+import { type Clock, Deadline } from '../../clock';
+import { isRecord } from '../../type-guards';
+import type { Expected } from '../core/visit';
+import type { CacheReport } from '../report';
+import { TABLE_SCHEMA } from '../table-schema';
+import type { SealedState } from './sealed-item';
 
 const { partitionKey, timeToLiveAttribute, attributes } = TABLE_SCHEMA;
 
@@ -45,11 +46,11 @@ const WARM_UP_KEY = 'warm-up';
  * One read goes out at once, its answer ignored: the connection opens while the function initialises,
  * rather than on the first request's hedge.
  */
-export function dynamoDbTable(tableName: string, callLimitMs: number): DynamoDbTable {
-  const client = awsJsonClient(DYNAMODB, process.env, Date.now);
+export function dynamoDbTable(tableName: string, callLimitMs: number, clock: Clock): DynamoDbTable {
+  const client = awsJsonClient(DYNAMODB, process.env, clock);
   const warmUp = { TableName: tableName, Key: { [partitionKey.name]: { S: WARM_UP_KEY } } };
-  client.call('GetItem', warmUp, AbortSignal.timeout(callLimitMs * 4)).catch(() => undefined);
-  return new DynamoDbTable(client, tableName, callLimitMs);
+  client.call('GetItem', warmUp, Deadline.after(clock, callLimitMs * 4)).catch(() => undefined);
+  return new DynamoDbTable(client, tableName, callLimitMs, clock);
 }
 
 /**
@@ -63,61 +64,48 @@ export class DynamoDbTable implements Table {
     private readonly client: AwsJsonClient,
     private readonly tableName: string,
     private readonly callLimitMs: number,
+    private readonly clock: Clock,
   ) {}
 
   calls(report: CacheReport): TableCalls {
-    let inFlight = 0;
-    let busySince = 0;
-    // Wall time with at least one call out, so calls made side by side count once.
-    const timed = async <T>(call: () => Promise<T>): Promise<T> => {
-      if (inFlight++ === 0) busySince = performance.now();
-      try {
-        return await call();
-      } finally {
-        if (--inFlight === 0) report.tableLatencyMs = Math.round(((report.tableLatencyMs ?? 0) + performance.now() - busySince) * 10) / 10;
-      }
-    };
     const failed = (error: unknown): Failed => {
       report.tableError ??= callErrorName(error);
       return FAILED;
     };
     return {
       get: (itemKey) =>
-        timed(() =>
-          this.client
-            .call(
-              'GetItem',
-              { TableName: this.tableName, Key: { [partitionKey.name]: { S: itemKey } }, ConsistentRead: true },
-              AbortSignal.timeout(this.callLimitMs),
-            )
-            .then(({ Item: item }) => (isRecord(item) ? storedItem(item) : undefined), failed),
-        ),
+        this.client
+          .call(
+            'GetItem',
+            { TableName: this.tableName, Key: { [partitionKey.name]: { S: itemKey } }, ConsistentRead: true },
+            Deadline.after(this.clock, this.callLimitMs),
+          )
+          .then(({ Item: item }) => (isRecord(item) ? storedItem(item) : undefined), failed),
       put: (itemKey, state, expected, rev) =>
-        timed(() =>
-          this.client
-            .call(
-              'PutItem',
-              {
-                TableName: this.tableName,
-                Item: {
-                  [partitionKey.name]: { S: itemKey },
-                  [attributes.state]: { B: Buffer.from(state.sealed).toString('base64') },
-                  [attributes.revision]: { S: rev },
-                  [timeToLiveAttribute]: { N: String(state.expiresSeconds) },
-                },
-                ...condition(expected),
-                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        this.client
+          .call(
+            'PutItem',
+            {
+              TableName: this.tableName,
+              Item: {
+                [partitionKey.name]: { S: itemKey },
+                [attributes.state]: { B: Buffer.from(state.sealed).toString('base64') },
+                [attributes.revision]: { S: rev },
+                [timeToLiveAttribute]: { N: String(state.expiresSeconds) },
               },
-              AbortSignal.timeout(this.callLimitMs),
-            )
-            .then(
-              (): Written => ({ rev }),
-              (error: unknown) => (conditionFailed(error) ? { lost: refusingItem(error.body?.Item) } : failed(error)),
-            ),
-        ),
+              ...condition(expected),
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            },
+            Deadline.after(this.clock, this.callLimitMs),
+          )
+          .then(
+            (): Written => ({ rev }),
+            (error: unknown) => (conditionFailed(error) ? { lost: refusingItem(error.body?.Item) } : failed(error)),
+          ),
     };
   }
 }
+
 
 function condition(expected: Expected): AwsJson {
   const clauses: string[] = [];

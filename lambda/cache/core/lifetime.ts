@@ -1,15 +1,22 @@
-import type { IdpToken } from '../upstream/exchange';
-import { CLOCK_TOLERANCE_MS, type EpochMs, epochMs } from './time';
+import { type EpochMs, epochMs } from '../../clock';
+import type { IdpToken } from '../../upstream/exchange';
 
 /**
- * A token the cache keeps: the IdP's answer as received, and when it arrived. One another instance
- * received (`fleet`) was dated by that instance's clock, so its phases are judged as if it were older
- * by the clocks' tolerance: it is never served past its life because of a clock that ran ahead.
+ * How far apart two instances' clocks may be (the contract's Clocks rule). A fact another instance
+ * dated takes effect as dated: with clocks in step, exactly when it would on that instance. Where the
+ * rule allows no lateness at all, this much is given up on the side of safety.
+ */
+export const CLOCK_TOLERANCE_MS = 5000;
+
+/**
+ * A token the cache keeps: the IdP's answer as received, when it arrived, and whether it is a copy
+ * another instance received (from the table: dated by that instance's clock). A copy is reckoned
+ * older by the clocks' tolerance for its `expires_in` and its end, never for its phases.
  */
 export interface Entry {
   readonly token: IdpToken;
   readonly receivedAt: EpochMs;
-  readonly fleet?: true;
+  readonly copy: boolean;
 }
 
 /** Where a kept token is in its life, which decides how a request for it is answered. */
@@ -18,6 +25,8 @@ export type Phase = 'fresh' | 'refresh' | 'stale' | 'expired';
 const MIN_MARGIN_MS = 30_000;
 const MARGIN_FRACTION = 0.1;
 const REFRESH_LEAD_MS = 30_000;
+/** The contract: no answer carries a token within 5 s of its expiry. */
+const LAST_SERVED_MS = 5000;
 
 /** The token's `expires_in` in milliseconds, or NaN when it has none usable (RFC 6749 5.1: seconds). */
 function lifetimeMs(token: IdpToken): number {
@@ -32,19 +41,15 @@ function marginMs(lifetime: number): number {
   return Math.max(MIN_MARGIN_MS, lifetime * MARGIN_FRACTION);
 }
 
-/** Whether a token may be kept at all: a numeric `expires_in` longer than its margin. */
+/** Whether a token may be kept at all: a numeric `expires_in` over 30 s. */
 export function keepable(token: IdpToken): boolean {
-  const lifetime = lifetimeMs(token);
-  return lifetime > marginMs(lifetime);
+  return lifetimeMs(token) > MIN_MARGIN_MS;
 }
 
-/**
- * The phase of a kept token at `now`. Stale at `expires_in` less the margin; refreshed ahead from the
- * later of half its life and 30 s before it goes stale; expired at `expires_in`.
- */
+/** The phase of a kept token at `now`, by its age as dated: stale at `expires_in` less the margin, refreshed ahead from the later of half its life and 30 s before that. */
 export function phaseOf(entry: Entry, now: EpochMs): Phase {
   const lifetime = lifetimeMs(entry.token);
-  const age = ageOf(entry, now);
+  const age = now - entry.receivedAt;
   if (!(age < lifetime)) return 'expired';
   const { opens, staleAfter } = refreshWindow(lifetime);
   if (age >= staleAfter) return 'stale';
@@ -58,20 +63,25 @@ function refreshWindow(lifetime: number): { opens: number; staleAfter: number } 
 }
 
 /**
- * Whether an instance that got the kept token from the table (another instance asked the IdP) may
- * refresh it at `now`: from the middle of its refresh window, in case the instance that asked has gone.
- * Before that, the fleet leaves the refresh to that instance and does not race for the table.
+ * Whether an instance that did not receive the kept token may refresh it at `now`: from the middle
+ * of its refresh window, in case the instance that received it has gone.
  */
 export function openToFleet(entry: Entry, now: EpochMs): boolean {
   const { opens, staleAfter } = refreshWindow(lifetimeMs(entry.token));
-  return ageOf(entry, now) >= (opens + staleAfter) / 2;
+  return now - entry.receivedAt >= (opens + staleAfter) / 2;
 }
 
-function ageOf(entry: Entry, now: EpochMs): number {
-  return now - entry.receivedAt + (entry.fleet ? CLOCK_TOLERANCE_MS : 0);
+/** A copy's age counts the clocks' tolerance: its receiver's clock may be that far ahead. */
+function reckonedAge(entry: Entry, now: EpochMs): number {
+  return now - entry.receivedAt + (entry.copy ? CLOCK_TOLERANCE_MS : 0);
 }
 
-/** When a kept token expires. */
+/** Whether a kept token may still answer at `now`: more than 5 s of its life left, a copy's reckoned with the clocks' tolerance. */
+export function served(entry: Entry, now: EpochMs): boolean {
+  return reckonedAge(entry, now) < lifetimeMs(entry.token) - LAST_SERVED_MS;
+}
+
+/** When a kept token expires, as dated. */
 export function expiresAt(entry: Entry): EpochMs {
   return epochMs(entry.receivedAt + lifetimeMs(entry.token));
 }
@@ -86,10 +96,11 @@ export function provesUntil(entry: Entry): EpochMs {
 
 /**
  * The kept token as a caller receives it: `expires_in` and `ext_expires_in` (Entra ID) lowered by the
- * whole seconds elapsed since the IdP answered, each in the type the IdP used.
+ * whole seconds since the IdP answered (a copy's with the clocks' tolerance, so none overstates its
+ * life), each in the type the IdP used.
  */
 export function answerFrom(entry: Entry, now: EpochMs): IdpToken {
-  const elapsed = Math.ceil(Math.max(0, now - entry.receivedAt) / 1000);
+  const elapsed = Math.ceil(Math.max(0, reckonedAge(entry, now)) / 1000);
   const token = { ...entry.token, expires_in: lowered(entry.token.expires_in, elapsed) };
   if ('ext_expires_in' in token) token.ext_expires_in = lowered(token.ext_expires_in, elapsed);
   return token;
@@ -105,4 +116,9 @@ function lowered(value: unknown, seconds: number): unknown {
 export function newest(a: Entry | undefined, b: Entry | undefined): Entry | undefined {
   if (!a || !b) return a ?? b;
   return b.receivedAt > a.receivedAt ? b : a;
+}
+
+/** The token answer's size as the table would hold it. */
+export function tokenBytes(token: IdpToken): number {
+  return Buffer.byteLength(JSON.stringify(token));
 }

@@ -1,24 +1,30 @@
+import { type EpochMs, epochMs, type MonoMs } from '../../clock';
 import { keepable, newest, openToFleet } from './lifetime';
 import type { Entry } from './lifetime';
-import { type Outcome, UNKNOWN_REJECTION } from './outcome';
-import { inForce, isHold, type KeyView, longer, outlivesRejection, type Remembered } from './rules';
-import { type EpochMs, epochMs } from './time';
+import type { Outcome } from './outcome';
+import { inForce, isHold, type KeyView, laterRejection, longer, NO_REJECTION, outlivesRejection, type Rejection, type Remembered } from './rules';
+
+/** A fetch of the key's token under way on this instance, which other requests for the key may share. */
+export interface Pending {
+  readonly outcome: Promise<Outcome>;
+  /** When the request that started it must have its answer: a request whose own deadline ends much later need not share it. */
+  readonly deadline: MonoMs;
+}
 
 /** What this instance knows about one key. */
 export interface Slot {
-  /** The newest kept token (one another instance received carries `fleet`: that one is the other's to refresh early). */
+  /** The newest kept token (a copy, when another instance received it). */
   kept: Entry | undefined;
-  /** The key's latest rejection known (0: none): no token received before it stands in for a failure. */
-  rejectedAt: EpochMs;
+  /** The key's latest rejection known: no token received before it stands in for a failure. */
+  rejection: Rejection;
   /** A remembered failure, or a hold on this key alone. */
   failure: Remembered | undefined;
-  /** The fetch under way, which other requests for the key share. */
-  pending: Promise<Outcome> | undefined;
+  pending: Pending | undefined;
   /** When a refresh ahead last ended: the next may start a second later. */
   refreshTriedAt: EpochMs;
+  /** When this instance last looked in the table for a newer token of the key (shared only). */
+  lookedAt: EpochMs;
 }
-
-const REFRESH_RETRY_MS = 1000;
 
 /**
  * One function instance's memory: per key, the newest kept token, the key's latest rejection, a
@@ -31,7 +37,10 @@ export class MemoryTier {
   private readonly others = new Map<string, Slot>();
   private readonly holds = new Map<string, EpochMs>();
 
-  constructor(private readonly maxEntries: number) {}
+  constructor(
+    private readonly maxEntries: number,
+    private readonly refreshRetryMs: number,
+  ) {}
 
   /** The key's slot, if there is one, made most recently used. */
   peek(key: string): Slot | undefined {
@@ -46,18 +55,22 @@ export class MemoryTier {
       this.peek(key) ??
       this.place(key, {
         kept: undefined,
-        rejectedAt: epochMs(0),
+        rejection: NO_REJECTION,
         failure: undefined,
         pending: undefined,
         refreshTriedAt: epochMs(-Infinity),
+        lookedAt: epochMs(-Infinity),
       })
     );
   }
 
-  /** The hold on a hold key, while it is in force. */
-  hold(holdKey: string, now: EpochMs): Remembered | undefined {
-    const until = this.holds.get(holdKey);
-    return until !== undefined && until > now ? { code: 'upstream_throttled', until } : undefined;
+  /** The longest hold in force on any of these hold keys. */
+  hold(holdKeys: readonly string[], now: EpochMs): Remembered | undefined {
+    return holdKeys
+      .map((holdKey) => this.holds.get(holdKey))
+      .filter((until): until is EpochMs => until !== undefined && until > now)
+      .map((until): Remembered => ({ code: 'upstream_throttled', until }))
+      .reduce(longer, undefined);
   }
 
   /** Hold a hold key until `until`, or longer if it is held longer already. */
@@ -68,20 +81,19 @@ export class MemoryTier {
     evictOldest(this.holds, this.maxEntries);
   }
 
-  /** What this instance knows about a key, as a request sees it. A token another instance asked for is that instance's to refresh, early on. */
+  /** What this instance knows about a key, as a request sees it. A copy is its receiver's to refresh, early on. */
   view(slot: Slot | undefined, hold: Remembered | undefined, now: EpochMs): KeyView {
     const failure = slot && inForce(slot.failure, now) ? slot.failure : undefined;
     const kept = slot?.kept;
     return {
-      // An expired token is in no phase that answers: the plan passes it by.
       entry: kept,
       failure: failure && !isHold(failure) ? failure : undefined,
       hold: longer(hold, failure && isHold(failure) ? failure : undefined),
       busy: slot?.pending !== undefined,
       refreshing:
         slot?.pending !== undefined ||
-        now - (slot?.refreshTriedAt ?? -Infinity) < REFRESH_RETRY_MS ||
-        (kept?.fleet === true && !openToFleet(kept, now)),
+        now - (slot?.refreshTriedAt ?? -Infinity) < this.refreshRetryMs ||
+        (kept?.copy === true && !openToFleet(kept, now)),
     };
   }
 
@@ -89,23 +101,26 @@ export class MemoryTier {
    * Keep what a fetch learnt: a newer keepable token, a remembered failure (a rejection voids every
    * token received before it), the key's rejection, and a hold (for the client, or the key alone).
    */
-  store(key: string, slot: Slot, holdKey: string, outcome: Outcome, refresh: boolean, now: EpochMs): void {
+  store(key: string, slot: Slot, clientHoldKey: string, outcome: Outcome, refresh: boolean, now: EpochMs): void {
     if (outcome.kind === 'token') {
       if (keepable(outcome.entry.token)) slot.kept = newest(slot.kept, outcome.entry);
       slot.failure = undefined;
     } else if (outcome.cause !== 'deadline') {
-      const rejectedAt = outcome.failure.code === 'unauthorized' ? now : outcome.rejectedAt;
-      if (rejectedAt !== UNKNOWN_REJECTION && rejectedAt > slot.rejectedAt) slot.rejectedAt = rejectedAt;
-      slot.kept = [slot.kept, outcome.kept].filter((entry) => entry && outlivesRejection(entry, slot.rejectedAt)).reduce(newest, undefined);
       const { failure } = outcome;
+      // A rejection met without the table's word is dated here and now.
+      const unknown: Rejection = failure.code === 'unauthorized' ? { at: now, own: true } : NO_REJECTION;
+      slot.rejection = laterRejection(slot.rejection, outcome.rejection === 'unknown' ? unknown : outcome.rejection);
+      slot.kept = [slot.kept, outcome.kept]
+        .filter((entry): entry is Entry => entry !== undefined && outlivesRejection(entry, slot.rejection))
+        .reduce<Entry | undefined>(newest, undefined);
       // A hold this request's own exchange earned covers whom its scope says; one seen elsewhere, this key alone.
-      if (isHold(failure) && outcome.scope === 'client' && outcome.cause === 'exchange') this.setHold(holdKey, failure.until);
+      if (isHold(failure) && outcome.scope === 'client' && outcome.cause === 'exchange') this.setHold(clientHoldKey, failure.until);
       else
         slot.failure = isHold(failure)
           ? longer(inForce(slot.failure, now) && isHold(slot.failure) ? slot.failure : undefined, failure)
           : failure;
     }
-    // A refresh that brought a new token leaves nothing to refresh for far longer than the second.
+    // A refresh that brought a new token leaves nothing to refresh for far longer than the retry pause.
     if (refresh) slot.refreshTriedAt = now;
     this.place(key, slot);
   }

@@ -1,0 +1,95 @@
+import { type EpochMs, epochMs } from '../../clock';
+import type { IdpToken } from '../../upstream/exchange';
+import type { ClaimFacts } from './claims';
+import { CLOCK_TOLERANCE_MS, type Entry, expiresAt, provesUntil } from './lifetime';
+import type { Remembered } from './rules';
+
+/** A token as an item holds it: the IdP's answer and when its receiver got it (that instance's clock). */
+export interface StoredToken {
+  readonly token: IdpToken;
+  readonly receivedAt: EpochMs;
+}
+
+/**
+ * What a key's item remembers whatever it is doing: the newest token it keeps (kept past expiry for
+ * one lifetime, as proof that the key's secret is the client's own), when the IdP last rejected the
+ * key (0: never), and until when any token it ever kept lives, so that a rejection outlives them all.
+ */
+export interface KeyMemo {
+  readonly kept: StoredToken | null;
+  readonly rejectedAt: EpochMs;
+  readonly keptUntil: EpochMs;
+}
+
+/**
+ * How a holder's exchange ended, for those who waited for it: a token (the item's kept one, one
+ * of its own when it cannot be kept, or none when it was too large to share), or a failure.
+ */
+export type SharedOutcome =
+  | { readonly kind: 'answered'; readonly receivedAt: EpochMs; readonly until: EpochMs; readonly token: StoredToken | 'kept' | 'unshared' }
+  | { readonly kind: 'failure'; readonly failure: Remembered };
+
+/** The outcome of one exchange (or of the exchange it took over), kept in the item while it is of use. */
+export interface Ended {
+  readonly holder: string;
+  readonly lineage: readonly string[];
+  readonly outcome: SharedOutcome;
+}
+
+/** Whether an exchange for the key is under way: a claim on it, or none. */
+export type Activity = { readonly kind: 'idle' } | { readonly kind: 'claim'; readonly claim: ClaimFacts };
+
+/**
+ * Every state a table item can hold, sealed: a request key's item, or a hold item of a scope. A key's
+ * item carries the outcomes of its recent exchanges across the claims that follow, so that a waiter
+ * whose poll came after the next claim still finds the outcome it waited for; the last failure among
+ * them is the key's remembered failure.
+ */
+export type ItemState =
+  | { readonly kind: 'key'; readonly memo: KeyMemo; readonly activity: Activity; readonly ended: readonly Ended[] }
+  | { readonly kind: 'hold'; readonly hold: Remembered };
+
+export type KeyItem = Extract<ItemState, { kind: 'key' }>;
+
+export const EMPTY_MEMO: KeyMemo = { kept: null, rejectedAt: epochMs(0), keptUntil: epochMs(0) };
+
+/** An item's kept token as this instance holds it: a copy, dated by its receiver's clock. */
+export function copyOf(stored: StoredToken): Entry {
+  return { token: stored.token, receivedAt: stored.receivedAt, copy: true };
+}
+
+/** A token as an item holds it. */
+export function storedOf(entry: Entry): StoredToken {
+  return { token: entry.token, receivedAt: entry.receivedAt };
+}
+
+/**
+ * When everything in a state is of no more use, to any reader: its TTL (dated by the writer's clock,
+ * so a reader's may be the clocks' tolerance ahead). A rejection lives as long as any token the item
+ * ever kept, and at least `floorMs`, so that no instance's older copy escapes it.
+ */
+export function usefulUntil(state: ItemState, floorMs: number): EpochMs {
+  if (state.kind === 'hold') return epochMs(state.hold.until + CLOCK_TOLERANCE_MS);
+  const { memo, activity, ended } = state;
+  return epochMs(
+    CLOCK_TOLERANCE_MS +
+      Math.max(
+        memo.kept ? provesUntil(copyOf(memo.kept)) : 0,
+        memo.rejectedAt === 0 ? 0 : Math.max(memo.rejectedAt + floorMs, memo.keptUntil),
+        // A claim is judged by renewals, not by date; its item outlives its holder's deadline.
+        activity.kind === 'claim' ? activity.claim.claimedAt + activity.claim.runMs + activity.claim.leftMs : 0,
+        ...ended.map(endsAt),
+      ),
+  );
+}
+
+/** When an exchange's outcome is of no more use: its token is for waiters who have had their deadline, its failure is over. */
+export function endsAt(ended: Ended): EpochMs {
+  return ended.outcome.kind === 'failure' ? ended.outcome.failure.until : ended.outcome.until;
+}
+
+/** The memo once `entry` is kept in it: the newer token, and the later expiry of all it kept. */
+export function keeping(memo: KeyMemo, entry: Entry): KeyMemo {
+  const kept = !memo.kept || entry.receivedAt > memo.kept.receivedAt ? storedOf(entry) : memo.kept;
+  return { ...memo, kept, keptUntil: epochMs(Math.max(memo.keptUntil, expiresAt(entry))) };
+}

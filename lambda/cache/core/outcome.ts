@@ -1,0 +1,26 @@
+import type { Entry } from './lifetime';
+import type { HoldScope, Rejection, Remembered } from './rules';
+
+/**
+ * How fetching a key's token ended, for the request that fetched it and every request that shared the
+ * fetch: a token (from the IdP, or one the table or memory keeps), or a failure with the newest token
+ * that may still stand in for it.
+ */
+export type Outcome =
+  | { readonly kind: 'token'; readonly entry: Entry; readonly from: 'idp' | 'table' | 'memory' }
+  | {
+      readonly kind: 'failure';
+      readonly failure: Remembered;
+      readonly kept: Entry | undefined;
+      /** The key's latest rejection known; `unknown` when the fetch could not read the key's item (no kept token may then stand in). */
+      readonly rejection: Rejection | 'unknown';
+      /** Whom a hold covers: the client (the key was proven by a kept token) or the key alone. */
+      readonly scope: HoldScope;
+      /** `exchange`: the exchange this fetch ran or waited for; `failure`, `hold`: remembered; `deadline`: the request's own deadline cut it short. */
+      readonly cause: 'exchange' | 'failure' | 'hold' | 'deadline';
+    };
+
+export type FailureOutcome = Extract<Outcome, { kind: 'failure' }>;
+
+/** What the IdP gave one exchange: a token, or a failure the cache remembers. */
+export type ExchangeResult = { readonly token: Entry } | { readonly failure: Remembered };

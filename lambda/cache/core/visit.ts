@@ -1,0 +1,849 @@
+import { type EpochMs, epochMs, type MonoMs, monoMs } from '../../clock';
+import {
+  type ClaimFacts,
+  echoesOf,
+  EMPTY_WATCH,
+  forge,
+  judge,
+  lineageAfter,
+  marked,
+  type ReadSpan,
+  type Verdict,
+  waitedFor,
+  type Watch,
+  withEcho,
+} from './claims';
+import { copyOf, EMPTY_MEMO, type Ended, endsAt, keeping, type KeyItem, type KeyMemo, type SharedOutcome, storedOf } from './item';
+import { CLOCK_TOLERANCE_MS, type Entry, keepable, newest, openToFleet, served, tokenBytes } from './lifetime';
+import type { ExchangeResult, FailureOutcome, Outcome } from './outcome';
+import {
+  answersNoCache,
+  cutShort,
+  decide,
+  type Freshness,
+  fromFleet,
+  holdScope,
+  inForce,
+  isHold,
+  type KeyView,
+  laterRejection,
+  longer,
+  outlivesRejection,
+  proves,
+  type Rejection,
+  type Remembered,
+} from './rules';
+import { type CacheSettings, pollPauseMs } from './settings';
+
+// One request's visit to the shared table, as a pure transition function: given what the visit knows
+// and what just happened (a read, a write's answer, the IdP's answer, the time) it returns what the
+// visit knows now and what to do. No I/O, no clock, no randomness: shell/shared-tier.ts makes the calls
+// and sets the one timer `wakeAt` asks for, and the simulator drives the same code.
+
+/** What a request brings to its visit, fixed for the visit. */
+export interface VisitAsk extends Freshness {
+  /** What this instance's memory knows of the key: what the visit does when the table says nothing in time. */
+  readonly memory: KeyView;
+  /** The key's latest rejection this instance knows of. */
+  readonly rejection: Rejection;
+  readonly deadline: MonoMs;
+  /** The name the visit's claims, marks and writes go under. */
+  readonly holder: string;
+  /** A stored credential's key: its secret is the broker's, so a hold it earns covers the credential whatever it kept. */
+  readonly vouched: boolean;
+}
+
+/** The condition a write goes over: the item is at one of `revs`, or (`unversioned`) has no string revision (absent, or not ours). */
+export interface Expected {
+  readonly revs: readonly string[];
+  readonly unversioned: boolean;
+}
+
+/** A read of the key's item: its state (undefined: absent, or anything that does not open), how to overwrite it, when it ran. */
+export interface KeyRead extends ReadSpan {
+  readonly state: KeyItem | undefined;
+  readonly expected: Expected;
+}
+
+/** `lost` with no read: refused by an item the answer did not carry. `failed`: no answer came: the write may still have landed. */
+export type WriteResult =
+  { readonly kind: 'won' } | { readonly kind: 'lost'; readonly read: KeyRead | undefined } | { readonly kind: 'failed' };
+
+export type WriteKind = 'claim' | 'renew' | 'mark' | 'publish';
+
+export type VisitEvent =
+  | { readonly kind: 'read'; readonly read: KeyRead | 'failed' }
+  /** The longest hold on the scopes that cover the key, as read; `failed`: the read gave nothing. */
+  | { readonly kind: 'holds'; readonly hold: Remembered | undefined | 'failed' }
+  | { readonly kind: 'written'; readonly write: WriteKind; readonly rev: string; readonly result: WriteResult }
+  | { readonly kind: 'hold-written' }
+  | { readonly kind: 'exchanged'; readonly result: ExchangeResult }
+  /**
+   * The time `at` the visit asked to be woken at came. Timers may go off a hair early (whole-millisecond
+   * loops, rounding): a tick counts as at least `at`, so what was due then is done.
+   */
+  | { readonly kind: 'tick'; readonly at: MonoMs };
+
+export type VisitAction =
+  | { readonly kind: 'read' }
+  | { readonly kind: 'read-holds' }
+  /** Write `state` under the new revision `rev`, if the item is as `expected`. */
+  | { readonly kind: 'write'; readonly write: WriteKind; readonly rev: string; readonly state: KeyItem; readonly expected: Expected }
+  /** Put a hold on the hold item a proven key's hold goes to, never shortening a longer one there. */
+  | { readonly kind: 'write-hold'; readonly hold: Remembered }
+  /** Ask the IdP; `hedged`: the table was too slow or failing to wait for. */
+  | { readonly kind: 'exchange'; readonly refresh: boolean; readonly hedged: boolean }
+  | { readonly kind: 'answer'; readonly outcome: Outcome };
+
+/** Both clocks, read once for a step. */
+export interface Now {
+  readonly epoch: EpochMs;
+  readonly mono: MonoMs;
+}
+
+/** An exchange of this visit's, running since `since`. */
+interface Running {
+  readonly since: MonoMs;
+}
+
+/** What the hold items told: not asked, being read, read, or unreadable. */
+type Holds = { readonly kind: 'unread' | 'reading' | 'failed' } | { readonly kind: 'read'; readonly hold: Remembered | undefined };
+
+/**
+ * Where the visit is, as one whole situation: what it waits for, and the exchange it runs if any.
+ * The caller's answer is apart (`answered`): a visit may still publish after it answered.
+ */
+type Situation =
+  /** The key's item is being read; the hedge bounds the wait. */
+  | { readonly kind: 'reading'; readonly hedgeAt: MonoMs }
+  /** A claim is out (and, once the hedge passed, the exchange runs meanwhile). */
+  | { readonly kind: 'claiming'; readonly claim: ClaimFacts; readonly hedgeAt: MonoMs; readonly exchange: Running | undefined }
+  /** The claim is held; the holds are still being read (the hedge bounds it). */
+  | { readonly kind: 'claimed'; readonly claim: ClaimFacts; readonly hedgeAt: MonoMs }
+  /** The claim is held and the exchange runs; the claim is renewed every `renewEveryMs`. */
+  | {
+      readonly kind: 'holding';
+      readonly claim: ClaimFacts;
+      readonly exchange: Running;
+      readonly renewAt: MonoMs;
+      readonly renewing: boolean;
+      readonly rewrites: number;
+    }
+  /** Another holder's exchange runs: its outcome is this request's; `pollAt` undefined while a read or mark is out. */
+  | {
+      readonly kind: 'waiting';
+      readonly pollAt: MonoMs | undefined;
+      readonly marks: number;
+      readonly exchange: Running | undefined;
+    }
+  /** The exchange runs without a claim: the table is slow, failing, contended, or this visit was taken over. */
+  | { readonly kind: 'asking'; readonly exchange: Running }
+  /** The outcome is being written; the caller has it once the writes it waits for landed, or at `answerAt`. */
+  | {
+      readonly kind: 'publishing';
+      readonly outcome: Outcome;
+      /** The claim the visit held, which the outcome replaces (its lineage names those who waited for it). */
+      readonly claim: ClaimFacts | undefined;
+      /** A hold as the fleet wrote it, which the outcome settles for the waiters in place of the one honoured here. */
+      readonly recorded: Remembered | undefined;
+      readonly state: KeyItem;
+      readonly retries: number;
+      readonly answerAt: MonoMs;
+      readonly awaiting: { readonly key: boolean; readonly hold: boolean };
+    }
+  | { readonly kind: 'done' };
+
+export interface Visit {
+  readonly ask: VisitAsk;
+  readonly settings: CacheSettings;
+  /** How long this visit waits on the table before it asks the IdP anyway (settings.ts, hedgeFor). */
+  readonly hedgeMs: number;
+  /** What the visit does with the key's item. */
+  readonly situation: Situation;
+  readonly answered: boolean;
+  /** The newest token known that outlives the key's latest rejection (any phase: it proves the key). */
+  readonly seen: Entry | undefined;
+  readonly rejection: Rejection;
+  /** The key's item was read: its rejections are known, so kept tokens may stand in for failures. */
+  readonly confirmed: boolean;
+  /** The item's remembered failure, as read. */
+  readonly tableFailure: Remembered | undefined;
+  readonly holds: Holds;
+  readonly watch: Watch;
+  /** The item as far as this visit knows it (read, refused with, or written), and what it may be at. */
+  readonly mirror: KeyItem | undefined;
+  readonly item: Expected;
+  /** Writes sent: each names its revision after the holder and this count. */
+  readonly sent: number;
+  /** Claims refused so far: a few, then the visit goes on without the table. */
+  readonly refusals: number;
+  /** The exchange the visit makes refreshes a kept token ahead. */
+  readonly refresh: boolean;
+  /** A failure to answer if nothing better comes by the deadline. */
+  readonly fallback: FailureOutcome | undefined;
+  /** This visit's own exchange ended while it waited on another's: its outcome still goes to the table. */
+  readonly unpublished: Outcome | undefined;
+}
+
+export interface Step {
+  readonly visit: Visit;
+  readonly actions: readonly VisitAction[];
+}
+
+const nothing = (visit: Visit): Step => ({ visit, actions: [] });
+const IDLE = { kind: 'idle' } as const;
+
+/** A visit's first step: read the key's item, and the holds that cover it when the request may go to the IdP. */
+export function startVisit(ask: VisitAsk, settings: CacheSettings, hedgeMs: number, now: Now): Step {
+  const memoryEntry = ask.memory.entry;
+  const visit: Visit = {
+    ask,
+    settings,
+    hedgeMs,
+    situation: { kind: 'reading', hedgeAt: monoMs(now.mono + hedgeMs) },
+    answered: false,
+    seen: proves(memoryEntry, ask.rejection, now.epoch) ? memoryEntry : undefined,
+    rejection: ask.rejection,
+    confirmed: false,
+    tableFailure: undefined,
+    holds: { kind: 'unread' },
+    watch: EMPTY_WATCH,
+    mirror: undefined,
+    item: { revs: [], unversioned: false },
+    sent: 0,
+    refusals: 0,
+    refresh: false,
+    fallback: undefined,
+    unpublished: undefined,
+  };
+  if (now.mono >= ask.deadline) return answer({ ...visit, situation: { kind: 'done' } }, deadlineOutcome(visit, now), now);
+  const mayExchange = decide(ask.memory, ask, now.epoch).act !== 'answer';
+  return {
+    visit: mayExchange ? { ...visit, holds: { kind: 'reading' } } : visit,
+    actions: mayExchange ? [{ kind: 'read' }, { kind: 'read-holds' }] : [{ kind: 'read' }],
+  };
+}
+
+/** When the visit must next be woken (a tick), if ever: its deadline, its hedge, a renewal, a poll or an answer due. */
+export function wakeAt(visit: Visit): MonoMs | undefined {
+  const { situation } = visit;
+  const due: (MonoMs | undefined)[] = [visit.answered ? undefined : visit.ask.deadline];
+  switch (situation.kind) {
+    case 'reading':
+    case 'claimed':
+      due.push(situation.hedgeAt);
+      break;
+    case 'claiming':
+      due.push(situation.exchange ? undefined : situation.hedgeAt);
+      break;
+    case 'holding':
+      due.push(situation.renewing ? undefined : situation.renewAt);
+      break;
+    case 'waiting':
+      due.push(situation.pollAt);
+      break;
+    case 'publishing':
+      due.push(visit.answered ? undefined : situation.answerAt);
+      break;
+    default:
+      break;
+  }
+  const times = due.filter((at): at is MonoMs => at !== undefined);
+  return times.length === 0 ? undefined : monoMs(Math.min(...times));
+}
+
+/** Whether the visit has nothing more to do: answered, and done with the table. */
+export function visitOver(visit: Visit): boolean {
+  return visit.answered && visit.situation.kind === 'done';
+}
+
+/** The visit once `event` happened at `now`, and what to do next. */
+export function step(visit: Visit, event: VisitEvent, now: Now): Step {
+  switch (event.kind) {
+    case 'read':
+      return event.read === 'failed' ? readFailed(visit, now) : readDone(visit, event.read, now);
+    case 'holds':
+      return holdsRead({ ...visit, holds: event.hold === 'failed' ? { kind: 'failed' } : { kind: 'read', hold: event.hold } }, now);
+    case 'written':
+      return written(visit, event.write, event.rev, event.result, now);
+    case 'hold-written':
+      return landed(visit, 'hold', now);
+    case 'exchanged':
+      return exchanged(visit, event.result, now);
+    case 'tick':
+      return tick(visit, { epoch: now.epoch, mono: monoMs(Math.max(now.mono, event.at)) });
+  }
+}
+
+// ---- What the table tells -------------------------------------------------------------------------
+
+/** A read of the key's item came: what the situation waiting on it makes of it. */
+function readDone(before: Visit, read: KeyRead, now: Now): Step {
+  const { situation } = before;
+  const awaited =
+    situation.kind === 'reading' ||
+    (situation.kind === 'waiting' && situation.pollAt === undefined) ||
+    // A read the hedge did not wait for still counts: what the table gives answers, if it comes first.
+    (situation.kind === 'asking' && !before.answered);
+  return awaited ? consider(learn(before, read, now), read, now) : nothing(before);
+}
+
+/** Decide from what the item holds (a read, or the item a refused write came back with). */
+function consider(visit: Visit, read: KeyRead, now: Now): Step {
+  const mine = outcomeForMe(visit, read.state, now);
+  if (mine) return mine;
+  const activity = read.state?.activity;
+  let watch = visit.watch;
+  let verdict: Verdict | undefined;
+  if (activity?.kind === 'claim' && activity.claim.holder !== visit.ask.holder) {
+    ({ watch, verdict } = judge(watch, activity.claim, read, visit.ask.holder, now.epoch, leftOf(visit, now), visit.settings));
+  }
+  const decided = { ...visit, watch };
+  const busy = verdict === 'alive' || verdict === 'mark';
+  const plan = decide(tableView(decided, busy, now), decided.ask, now.epoch);
+  switch (plan.act) {
+    case 'answer':
+      return answerToken(decided, plan.entry, now);
+    case 'fail':
+      return failWith(decided, outcomeOf(decided, plan.failure, plan.cause, now), now);
+    case 'wait': {
+      const exchange = runningOf(decided.situation);
+      const marks = decided.situation.kind === 'waiting' ? decided.situation.marks : 0;
+      const waiting: Visit = { ...decided, situation: { kind: 'waiting', pollAt: nextPoll(decided, now), marks, exchange } };
+      return verdict === 'mark' ? mark(waiting, read) : nothing(waiting);
+    }
+    case 'exchange': {
+      const claim = activity?.kind === 'claim' && verdict !== undefined && verdict !== 'implausible' ? activity.claim : undefined;
+      return claimKey({ ...decided, refresh: plan.refresh }, claim, now);
+    }
+  }
+}
+
+/** What a read teaches: the item's rejection, kept token and remembered failure, merged with what the visit knew. */
+function learn(visit: Visit, read: KeyRead, now: Now): Visit {
+  const memo = read.state?.memo ?? EMPTY_MEMO;
+  const rejection = laterRejection(visit.rejection, { at: memo.rejectedAt, own: false });
+  const candidates = [visit.seen, memo.kept ? copyOf(memo.kept) : undefined].filter(
+    (entry): entry is Entry =>
+      entry !== undefined && entry.receivedAt <= now.epoch + CLOCK_TOLERANCE_MS && keepable(entry.token) && proves(entry, rejection, now.epoch),
+  );
+  const failure = [...(read.state?.ended ?? [])].reverse().find((ended) => ended.outcome.kind === 'failure')?.outcome;
+  return {
+    ...visit,
+    rejection,
+    confirmed: true,
+    seen: candidates.reduce<Entry | undefined>(newest, undefined),
+    tableFailure: failure?.kind === 'failure' ? fromFleet(failure.failure, now.epoch) : undefined,
+    mirror: read.state,
+    item: read.expected,
+  };
+}
+
+/** What the item holds for this request: the outcome of the exchange it waited for, when that may be taken. */
+function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step | undefined {
+  const ended = [...(state?.ended ?? [])].reverse().find((outcome) => waitedFor(visit.watch, outcome.holder, outcome.lineage));
+  if (!ended) return undefined;
+  if (ended.outcome.kind === 'failure') return failWith(visit, outcomeOf(visit, ended.outcome.failure, 'exchange', now), now);
+  const entry = sharedToken(ended.outcome, state as KeyItem);
+  // A token that cannot be kept is for those who waited for it, not later arrivals; a no-cache request takes only a recent one.
+  if (!entry || (!keepable(entry.token) && entry.receivedAt < visit.ask.arrivedAt) || (visit.ask.noCache && !answersNoCache(entry, visit.ask))) {
+    return undefined;
+  }
+  return answer(settled(visit), { kind: 'token', entry, from: 'table' }, now);
+}
+
+/** The token an `answered` outcome gives its waiters: the item's kept one (as new or newer), its own, or none. */
+function sharedToken(outcome: Extract<SharedOutcome, { kind: 'answered' }>, state: KeyItem): Entry | undefined {
+  if (outcome.token === 'unshared') return undefined;
+  if (outcome.token !== 'kept') return copyOf(outcome.token);
+  const kept = state.memo.kept;
+  return kept && kept.receivedAt >= outcome.receivedAt ? copyOf(kept) : undefined;
+}
+
+/** The key as memory and the table together show it. */
+function tableView(visit: Visit, busy: boolean, now: Now): KeyView {
+  const { memory } = visit.ask;
+  const entry = visit.seen && served(visit.seen, now.epoch) ? visit.seen : undefined;
+  const heldHere = visit.holds.kind === 'read' ? fromFleet(visit.holds.hold, now.epoch) : undefined;
+  return {
+    entry,
+    failure: memory.failure ?? visit.tableFailure,
+    hold: longer(memory.hold, heldHere),
+    busy,
+    // A copy is its receiver's to refresh early in the window (lifetime.ts, openToFleet).
+    refreshing: busy || memory.refreshing || (entry !== undefined && entry.copy && !openToFleet(entry, now.epoch)),
+  };
+}
+
+function readFailed(visit: Visit, now: Now): Step {
+  const { situation } = visit;
+  if (situation.kind === 'reading') return withoutTable(visit, now);
+  if (situation.kind !== 'waiting' || situation.pollAt !== undefined) return nothing(visit);
+  // The holder may still put its outcome where the next poll sees it: poll on, and ask the IdP meanwhile.
+  const polling: Visit = { ...visit, situation: { ...situation, pollAt: nextPoll(visit, now) } };
+  return situation.exchange ? nothing(polling) : startExchange(polling, now, true);
+}
+
+function holdsRead(visit: Visit, now: Now): Step {
+  const { situation } = visit;
+  return situation.kind === 'claimed' ? proceedAsHolder(visit, situation.claim, now) : nothing(visit);
+}
+
+// ---- Claims ---------------------------------------------------------------------------------------
+
+/** Claim the key's exchange over the item as the visit knows it; `over`: the claim this takes over from. */
+function claimKey(visit: Visit, over: ClaimFacts | undefined, now: Now): Step {
+  const claim: ClaimFacts = {
+    holder: visit.ask.holder,
+    beat: 0,
+    leftMs: leftOf(visit, now),
+    runMs: 0,
+    claimedAt: now.epoch,
+    lineage: over ? lineageAfter(over, visit.settings) : [],
+    echoes: [],
+  };
+  const base = visit.mirror;
+  const state: KeyItem = {
+    kind: 'key',
+    memo: memoOf(visit, base?.memo ?? EMPTY_MEMO),
+    activity: { kind: 'claim', claim },
+    ended: carried(visit, base?.ended ?? [], now),
+  };
+  const exchange = runningOf(visit.situation);
+  const hedgeAt = visit.situation.kind === 'reading' ? visit.situation.hedgeAt : monoMs(now.mono + visit.hedgeMs);
+  const sent = write({ ...visit, situation: { kind: 'claiming', claim, hedgeAt, exchange } }, 'claim', state);
+  const readHolds = visit.holds.kind === 'unread';
+  return {
+    visit: readHolds ? { ...sent.visit, holds: { kind: 'reading' } } : sent.visit,
+    actions: readHolds ? [sent.action, { kind: 'read-holds' }] : [sent.action],
+  };
+}
+
+function claimWritten(visit: Visit, claim: ClaimFacts, exchange: Running | undefined, result: WriteResult, now: Now): Step {
+  if (result.kind !== 'lost') {
+    // A claim whose answer never came may have landed: the visit holds it as far as it knows, and its
+    // next write, over the claim or what it claimed over, finds out.
+    if (exchange) return renewLater(visit, claim, exchange, now);
+    if (visit.holds.kind === 'reading') {
+      const hedgeAt = visit.situation.kind === 'claiming' ? visit.situation.hedgeAt : monoMs(now.mono);
+      return nothing({ ...visit, situation: { kind: 'claimed', claim, hedgeAt } });
+    }
+    return proceedAsHolder(visit, claim, now);
+  }
+  const refused: Visit = { ...visit, refusals: visit.refusals + 1 };
+  if (refused.refusals >= visit.settings.maxRefusals) return goAlone(refused, exchange, now);
+  const deciding: Visit = { ...refused, situation: exchange ? { kind: 'asking', exchange } : { kind: 'reading', hedgeAt: hedgeOf(visit, now) } };
+  if (result.read) return consider(learn(deciding, result.read, now), result.read, now);
+  return { visit: deciding, actions: [{ kind: 'read' }] };
+}
+
+/** As the holder, once the holds are known: settle a hold in force for the waiters, or ask the IdP. */
+function proceedAsHolder(visit: Visit, claim: ClaimFacts, now: Now): Step {
+  const claimed: Visit = { ...visit, situation: { kind: 'claimed', claim, hedgeAt: monoMs(now.mono) } };
+  const hold = heldNow(visit, now);
+  // The waiters get the hold as the fleet wrote it, and honour it themselves.
+  if (hold) return publish(claimed, outcomeOf(visit, hold.honoured, 'hold', now), now, hold.read);
+  return startExchange(claimed, now, false);
+}
+
+/** The hold in force on the key, as memory knows it or the hold items were read (`read`: as written, for the waiters). */
+function heldNow(visit: Visit, now: Now): { readonly honoured: Remembered; readonly read: Remembered | undefined } | undefined {
+  const read = visit.holds.kind === 'read' ? visit.holds.hold : undefined;
+  const honoured = longer(inForce(visit.ask.memory.hold, now.epoch) ? visit.ask.memory.hold : undefined, fromFleet(read, now.epoch));
+  return honoured && { honoured, read: honoured === visit.ask.memory.hold ? undefined : read };
+}
+
+/** The holder's claim as it renews it: a higher beat, what is left of its deadline, how long its exchange has run. */
+function renewal(visit: Visit, claim: ClaimFacts, exchange: Running, now: Now): ClaimFacts {
+  return { ...claim, beat: claim.beat + 1, leftMs: leftOf(visit, now), runMs: now.mono - exchange.since };
+}
+
+function renewLater(visit: Visit, claim: ClaimFacts, exchange: Running, now: Now, rewrites = 0): Step {
+  const renewAt = monoMs(now.mono + visit.settings.renewEveryMs);
+  return nothing({ ...visit, situation: { kind: 'holding', claim, exchange, renewAt, renewing: false, rewrites } });
+}
+
+function renew(visit: Visit, claim: ClaimFacts, exchange: Running, rewrites: number, now: Now): Step {
+  const next = renewal(visit, claim, exchange, now);
+  const base = visit.mirror;
+  const state: KeyItem = {
+    kind: 'key',
+    memo: memoOf(visit, base?.memo ?? EMPTY_MEMO),
+    activity: { kind: 'claim', claim: next },
+    ended: carried(visit, base?.ended ?? [], now),
+  };
+  const sent = write({ ...visit, situation: { kind: 'holding', claim: next, exchange, renewAt: now.mono, renewing: true, rewrites } }, 'renew', state);
+  return { visit: sent.visit, actions: [sent.action] };
+}
+
+function renewWritten(visit: Visit, held: Extract<Situation, { kind: 'holding' }>, result: WriteResult, now: Now): Step {
+  if (result.kind !== 'lost') return renewLater(visit, held.claim, held.exchange, now);
+  const read = result.read;
+  const claim = read?.state?.activity.kind === 'claim' ? read.state.activity.claim : undefined;
+  if (read && claim?.holder === visit.ask.holder) {
+    // Waiters' marks, or a token someone shared, changed the item under this claim: carry them on.
+    // Only rewrites that bring no new mark count against the bound (marks are a waiter each).
+    const echoes = echoesOf(held.claim, claim, visit.settings);
+    const rewrites = echoes.length > held.claim.echoes.length ? held.rewrites : held.rewrites + 1;
+    if (rewrites <= visit.settings.maxRewrites) {
+      return renew(learn(visit, read, now), { ...held.claim, echoes }, held.exchange, rewrites, now);
+    }
+  }
+  // Another instance counted this holder as gone and took over (or the item keeps changing): its outcome is its own to write.
+  const taken: Visit = read ? { ...visit, mirror: read.state, item: read.expected } : visit;
+  return nothing({ ...taken, situation: { kind: 'asking', exchange: held.exchange } });
+}
+
+// ---- Waiting --------------------------------------------------------------------------------------
+
+/** Ask the holder being watched to echo this waiter in its next renewal: the item as read, with this waiter's name in the claim. */
+function mark(visit: Visit, read: KeyRead): Step {
+  const state = read.state as KeyItem;
+  const activity = state.activity as Extract<KeyItem['activity'], { kind: 'claim' }>;
+  const withMark: KeyItem = { ...state, activity: { kind: 'claim', claim: withEcho(activity.claim, visit.ask.holder, visit.settings) } };
+  const waiting = visit.situation as Extract<Situation, { kind: 'waiting' }>;
+  const sent = write({ ...visit, watch: marked(visit.watch, 'sent'), situation: { ...waiting, pollAt: undefined, marks: waiting.marks + 1 } }, 'mark', withMark, read.expected);
+  return { visit: sent.visit, actions: [sent.action] };
+}
+
+function markWritten(visit: Visit, waiting: Extract<Situation, { kind: 'waiting' }>, result: WriteResult, now: Now): Step {
+  const polling: Visit = { ...visit, situation: { ...waiting, pollAt: waiting.pollAt ?? nextPoll(visit, now) } };
+  switch (result.kind) {
+    case 'won':
+      return nothing({ ...polling, watch: marked(visit.watch, 'landed') });
+    case 'failed':
+      return nothing({ ...polling, watch: marked(visit.watch, 'unknown') });
+    case 'lost': {
+      const holder = visit.watch.current?.holder;
+      // The item changed under the mark faster, again and again, than any holder renews: not a holder's doing.
+      const watch = waiting.marks >= visit.settings.maxRefusals && holder ? forge(visit.watch, holder) : marked(visit.watch, 'none');
+      const next: Visit = { ...visit, watch, situation: { ...waiting, pollAt: undefined } };
+      if (!result.read) return { visit: next, actions: [{ kind: 'read' }] };
+      return consider(learn(next, result.read, now), result.read, now);
+    }
+  }
+}
+
+function poll(visit: Visit, waiting: Extract<Situation, { kind: 'waiting' }>): Step {
+  return { visit: { ...visit, situation: { ...waiting, pollAt: undefined } }, actions: [{ kind: 'read' }] };
+}
+
+function nextPoll(visit: Visit, now: Now): MonoMs {
+  return monoMs(now.mono + pollPauseMs(visit.settings, leftOf(visit, now)));
+}
+
+// ---- The IdP --------------------------------------------------------------------------------------
+
+/** Ask the IdP from where the visit is: as the holder of its claim, or without one. */
+function startExchange(visit: Visit, now: Now, hedged: boolean): Step {
+  const exchange: Running = { since: now.mono };
+  const { situation } = visit;
+  let next: Situation;
+  switch (situation.kind) {
+    case 'claimed':
+      next = { kind: 'holding', claim: situation.claim, exchange, renewAt: monoMs(now.mono + visit.settings.renewEveryMs), renewing: false, rewrites: 0 };
+      break;
+    case 'claiming':
+      next = { ...situation, exchange };
+      break;
+    case 'waiting':
+      next = { ...situation, exchange };
+      break;
+    default:
+      next = { kind: 'asking', exchange };
+  }
+  return { visit: { ...visit, situation: next }, actions: [{ kind: 'exchange', refresh: visit.refresh, hedged }] };
+}
+
+/**
+ * The table cannot say in time (its read failed, or the hedge passed, or it refused every claim): the
+ * visit does what memory would, with what it learnt: answer a fresh token, answer a remembered failure
+ * or a hold, or ask the IdP with what is left of the deadline (a hold read still out is not waited for).
+ */
+function withoutTable(visit: Visit, now: Now): Step {
+  const running = runningOf(visit.situation);
+  if (running) return nothing({ ...visit, situation: { kind: 'asking', exchange: running } });
+  const plan = decide(tableView(visit, false, now), visit.ask, now.epoch);
+  switch (plan.act) {
+    case 'answer':
+      return answerToken(visit, plan.entry, now);
+    case 'fail':
+      return answer(settled(visit), outcomeOf(visit, plan.failure, plan.cause, now), now);
+    default: {
+      const hold = heldNow(visit, now);
+      if (hold) return answer(settled(visit), outcomeOf(visit, hold.honoured, 'hold', now), now);
+      return startExchange({ ...visit, refresh: plan.act === 'exchange' && plan.refresh }, now, true);
+    }
+  }
+}
+
+/** Claims refused again and again: the IdP alone (what it gives still goes to the table). */
+function goAlone(visit: Visit, exchange: Running | undefined, now: Now): Step {
+  return exchange ? nothing({ ...visit, situation: { kind: 'asking', exchange } }) : withoutTable({ ...visit, situation: { kind: 'reading', hedgeAt: monoMs(now.mono) } }, now);
+}
+
+function exchanged(visit: Visit, result: ExchangeResult, now: Now): Step {
+  const running = runningOf(visit.situation);
+  if (!running) return nothing(visit);
+  const budgetMs = visit.ask.deadline - running.since;
+  let known = visit;
+  if ('failure' in result && result.failure.code === 'unauthorized') {
+    // A rejection voids every token of the key received before it, here first.
+    const rejection: Rejection = { at: now.epoch, own: true };
+    known = { ...visit, rejection, seen: visit.seen && outlivesRejection(visit.seen, rejection) ? visit.seen : undefined };
+  }
+  const outcome: Outcome =
+    'token' in result
+      ? { kind: 'token', entry: result.token, from: 'idp' }
+      : outcomeOf(known, result.failure, cutShort(result.failure, budgetMs, visit.settings.upstreamTimeoutMs) ? 'deadline' : 'exchange', now);
+  const { situation } = known;
+  if (situation.kind === 'waiting' && outcome.kind === 'failure' && !known.answered) {
+    // A failure of this visit's own exchange waits for the live holder's outcome, which may be a token.
+    return nothing({ ...known, situation: { ...situation, exchange: undefined }, fallback: outcome, unpublished: outcome });
+  }
+  return publish(known, outcome, now);
+}
+
+// ---- Publishing -----------------------------------------------------------------------------------
+
+/**
+ * Put the visit's outcome where the fleet reads it, whatever path led to the IdP: in place of the
+ * claim it holds, or beside whatever claim the item holds. The caller has its answer once that landed
+ * (with the client's hold, when the outcome is one), or after the hedge, never past its deadline.
+ * `recorded`: a hold as the fleet wrote it, for the waiters to honour themselves.
+ */
+function publish(visit: Visit, outcome: Outcome, now: Now, recorded?: Remembered): Step {
+  const { situation } = visit;
+  const claim = situation.kind === 'holding' || situation.kind === 'claimed' || situation.kind === 'claiming' ? situation.claim : undefined;
+  const state = publication(visit, outcome, claim, now, recorded);
+  const holdWrite = outcome.kind === 'failure' && outcome.cause === 'exchange' && isHold(outcome.failure) && outcome.scope === 'client';
+  const answerAt = monoMs(Math.min(visit.ask.deadline, now.mono + visit.hedgeMs));
+  const publishing: Situation = { kind: 'publishing', outcome, claim, recorded, state, retries: 0, answerAt, awaiting: { key: true, hold: holdWrite } };
+  const sent = write({ ...visit, situation: publishing, unpublished: undefined }, 'publish', state);
+  const hold: VisitAction[] = outcome.kind === 'failure' && holdWrite ? [{ kind: 'write-hold', hold: outcome.failure }] : [];
+  return { visit: sent.visit, actions: [sent.action, ...hold] };
+}
+
+/** The item with this visit's outcome: its memo brought up to date, the claim it held released, the outcome for its waiters. */
+function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefined, now: Now, recorded: Remembered | undefined): KeyItem {
+  const base = visit.mirror;
+  let memo = memoOf(visit, base?.memo ?? EMPTY_MEMO);
+  const ownEnded: Ended[] = [];
+  const lineage = claim?.lineage ?? [];
+  if (outcome.kind === 'token' && outcome.from === 'idp') {
+    const { entry } = outcome;
+    const kept = shareable(entry, visit.settings) && entry.receivedAt > memo.rejectedAt;
+    if (kept) memo = keeping(memo, entry);
+    const inline = !keepable(entry.token) && tokenBytes(entry.token) <= visit.settings.inlineTokenBytes;
+    const token = kept ? 'kept' : inline ? storedOf(entry) : 'unshared';
+    const until = epochMs(now.epoch + visit.settings.upstreamTimeoutMs);
+    ownEnded.push({ holder: visit.ask.holder, lineage, outcome: { kind: 'answered', receivedAt: entry.receivedAt, until, token } });
+  } else if (outcome.kind === 'failure' && outcome.cause !== 'deadline') {
+    ownEnded.push({ holder: visit.ask.holder, lineage, outcome: { kind: 'failure', failure: recorded ?? outcome.failure } });
+  }
+  // Another's claim stays; this visit's own is released.
+  const activity = base?.activity.kind === 'claim' && base.activity.claim.holder !== visit.ask.holder ? base.activity : IDLE;
+  return { kind: 'key', memo, activity, ended: [...carried(visit, base?.ended ?? [], now), ...ownEnded] };
+}
+
+function publishWritten(visit: Visit, publishing: Extract<Situation, { kind: 'publishing' }>, result: WriteResult, now: Now): Step {
+  const retry = (state: KeyItem, from: Visit): Step => {
+    const sent = write({ ...from, situation: { ...publishing, state, retries: publishing.retries + 1 } }, 'publish', state);
+    return { visit: sent.visit, actions: [sent.action] };
+  };
+  if (result.kind === 'won') return landed(visit, 'key', now);
+  if (publishing.retries < visit.settings.maxRewrites) {
+    // Written again: over either revision when no answer came, or over what refused it, merged anew.
+    if (result.kind === 'failed') return retry(publishing.state, visit);
+    if (result.read) {
+      const learnt = learn(visit, result.read, now);
+      return retry(publication(learnt, publishing.outcome, publishing.claim, now, publishing.recorded), learnt);
+    }
+  }
+  return landed(visit, 'key', now);
+}
+
+/** A write the answer waits for is done with (landed, or given up): the caller has its answer once none is left. */
+function landed(visit: Visit, which: 'key' | 'hold', now: Now): Step {
+  const { situation } = visit;
+  if (situation.kind !== 'publishing') return nothing(visit);
+  const awaiting = { key: which === 'key' ? false : situation.awaiting.key, hold: which === 'hold' ? false : situation.awaiting.hold };
+  if (awaiting.key || awaiting.hold) return nothing({ ...visit, situation: { ...situation, awaiting } });
+  return answer({ ...visit, situation: { kind: 'done' } }, situation.outcome, now);
+}
+
+
+// ---- Time -----------------------------------------------------------------------------------------
+
+function tick(visit: Visit, now: Now): Step {
+  const { situation } = visit;
+  if (!visit.answered && now.mono >= visit.ask.deadline) return atDeadline(visit, now);
+  switch (situation.kind) {
+    case 'reading':
+      return now.mono >= situation.hedgeAt ? withoutTable(visit, now) : nothing(visit);
+    case 'claiming':
+      return !situation.exchange && now.mono >= situation.hedgeAt ? hedged(visit, now) : nothing(visit);
+    case 'claimed':
+      return now.mono >= situation.hedgeAt ? startExchange(visit, now, true) : nothing(visit);
+    case 'holding':
+      return !situation.renewing && now.mono >= situation.renewAt ? renew(visit, situation.claim, situation.exchange, situation.rewrites, now) : nothing(visit);
+    case 'waiting':
+      return situation.pollAt !== undefined && now.mono >= situation.pollAt ? poll(visit, situation) : nothing(visit);
+    case 'publishing':
+      return !visit.answered && now.mono >= situation.answerAt ? answer(visit, situation.outcome, now) : nothing(visit);
+    default:
+      return nothing(visit);
+  }
+}
+
+/** The hedge passed while a claim was out: ask the IdP, unless a hold known meanwhile forbids it. */
+function hedged(visit: Visit, now: Now): Step {
+  const hold = heldNow(visit, now);
+  if (hold) return publish(visit, outcomeOf(visit, hold.honoured, 'hold', now), now, hold.read);
+  return startExchange(visit, now, true);
+}
+
+/**
+ * The deadline came first: the caller gets the failure this visit met, or a timeout cut short by its
+ * own deadline. An exchange under way still ends and is published; a claim with none is released.
+ */
+function atDeadline(visit: Visit, now: Now): Step {
+  const { situation } = visit;
+  if (situation.kind === 'publishing') return answer(visit, situation.outcome, now);
+  const outcome = visit.fallback ?? deadlineOutcome(visit, now);
+  const running = runningOf(situation);
+  if (running) return answer({ ...visit, situation: { kind: 'asking', exchange: running } }, outcome, now);
+  if (situation.kind !== 'claiming' && situation.kind !== 'claimed') return answer({ ...visit, situation: { kind: 'done' } }, outcome, now);
+  const released = publish(visit, deadlineOutcome(visit, now), now);
+  const answered = answer(released.visit, outcome, now);
+  return { visit: answered.visit, actions: [...released.actions, ...answered.actions] };
+}
+
+// ---- Answers --------------------------------------------------------------------------------------
+
+function answerToken(visit: Visit, entry: Entry, now: Now): Step {
+  return answer(settled(visit), { kind: 'token', entry, from: entry.copy ? 'table' : 'memory' }, now);
+}
+
+/** A failure the table gave: answered at once, unless this visit's own exchange may still bring a token. */
+function failWith(visit: Visit, outcome: FailureOutcome, now: Now): Step {
+  const running = runningOf(visit.situation);
+  if (running) return nothing({ ...visit, situation: { kind: 'asking', exchange: running }, fallback: outcome });
+  return answer(settled(visit), outcome, now);
+}
+
+/** The visit done with the item, but for an outcome of its own still to publish. */
+function settled(visit: Visit): Visit {
+  const running = runningOf(visit.situation);
+  return { ...visit, situation: running ? { kind: 'asking', exchange: running } : { kind: 'done' } };
+}
+
+/** Answer the caller (once); an outcome of this visit's own still unpublished then goes to the table. */
+function answer(visit: Visit, outcome: Outcome, now: Now): Step {
+  if (visit.answered) return nothing(visit);
+  const answered: Visit = { ...visit, answered: true };
+  const actions: VisitAction[] = [{ kind: 'answer', outcome }];
+  if (!answered.unpublished || answered.situation.kind !== 'done') return { visit: answered, actions };
+  const published = publish(answered, answered.unpublished, now);
+  return { visit: published.visit, actions: [...actions, ...published.actions] };
+}
+
+/** A failure as this visit answers it: with the newest token that may stand in, and whom a hold covers. */
+function outcomeOf(visit: Visit, failure: Remembered, cause: FailureOutcome['cause'], now: Now): FailureOutcome {
+  const scope = holdScope(visit.ask.vouched, visit.seen, visit.rejection, now.epoch);
+  const kept = visit.seen && served(visit.seen, now.epoch) ? visit.seen : undefined;
+  return { kind: 'failure', failure, kept, rejection: visit.confirmed ? visit.rejection : 'unknown', scope, cause };
+}
+
+function deadlineOutcome(visit: Visit, now: Now): FailureOutcome {
+  return outcomeOf(visit, { code: 'upstream_timeout', until: now.epoch }, 'deadline', now);
+}
+
+// ---- Writes ---------------------------------------------------------------------------------------
+
+/** Send a write over whatever the item may be at; from then on it may be at this write's revision too. */
+function write(visit: Visit, purpose: WriteKind, state: KeyItem, expected = visit.item): { visit: Visit; action: VisitAction } {
+  const rev = `${visit.ask.holder}.${visit.sent}`;
+  return {
+    visit: { ...visit, sent: visit.sent + 1, mirror: state, item: { ...visit.item, revs: [...visit.item.revs, rev].slice(-visit.settings.kept.revs) } },
+    action: { kind: 'write', write: purpose, rev, state, expected },
+  };
+}
+
+/**
+ * What the item may be at once the write `rev` answered: its revision (and this visit's writes sent
+ * after it), what refused it (absent, when the refusal came with no item), or, with no answer, as before.
+ */
+function afterWrite(item: Expected, rev: string, result: WriteResult): Expected {
+  const later = item.revs.slice(item.revs.indexOf(rev) + 1);
+  switch (result.kind) {
+    case 'won':
+      return { revs: [rev, ...later], unversioned: false };
+    case 'lost':
+      return result.read
+        ? { revs: [...result.read.expected.revs, ...later], unversioned: result.read.expected.unversioned }
+        : { revs: later, unversioned: true };
+    case 'failed':
+      return item;
+  }
+}
+
+function written(before: Visit, purpose: WriteKind, rev: string, result: WriteResult, now: Now): Step {
+  const visit: Visit = { ...before, item: afterWrite(before.item, rev, result) };
+  const { situation } = visit;
+  if (purpose === 'claim' && situation.kind === 'claiming') return claimWritten(visit, situation.claim, situation.exchange, result, now);
+  if (purpose === 'renew' && situation.kind === 'holding' && situation.renewing) return renewWritten(visit, situation, result, now);
+  if (purpose === 'mark' && situation.kind === 'waiting') return markWritten(visit, situation, result, now);
+  if (purpose === 'publish' && situation.kind === 'publishing') return publishWritten(visit, situation, result, now);
+  return nothing(visit);
+}
+
+// ---- Small parts ----------------------------------------------------------------------------------
+
+function runningOf(situation: Situation): Running | undefined {
+  switch (situation.kind) {
+    case 'claiming':
+    case 'waiting':
+      return situation.exchange;
+    case 'holding':
+    case 'asking':
+      return situation.exchange;
+    default:
+      return undefined;
+  }
+}
+
+function hedgeOf(visit: Visit, now: Now): MonoMs {
+  const { situation } = visit;
+  return situation.kind === 'claiming' || situation.kind === 'reading' ? situation.hedgeAt : monoMs(now.mono + visit.hedgeMs);
+}
+
+function leftOf(visit: Visit, now: Now): number {
+  return Math.max(0, Math.floor(visit.ask.deadline - now.mono));
+}
+
+/** What every item this visit writes remembers: the newest token that proves the key, and its latest rejection, over what the item had. */
+function memoOf(visit: Visit, base: KeyMemo): KeyMemo {
+  const rejectedAt = epochMs(Math.max(base.rejectedAt, visit.rejection.at));
+  const memo: KeyMemo = { ...base, kept: base.kept && base.kept.receivedAt > rejectedAt ? base.kept : null, rejectedAt };
+  return visit.seen && visit.seen.receivedAt > rejectedAt && shareable(visit.seen, visit.settings) ? keeping(memo, visit.seen) : memo;
+}
+
+/** Whether a token may go into the table: kept tokens up to the size an item can carry. */
+function shareable(entry: Entry, settings: CacheSettings): boolean {
+  return keepable(entry.token) && tokenBytes(entry.token) <= settings.maxSharedTokenBytes;
+}
+
+/** The outcomes a write carries forward: those still of use to someone, the last few, and tokens of their own only while they fit. */
+function carried(visit: Visit, ended: readonly Ended[], now: Now): readonly Ended[] {
+  const live = ended.filter((outcome) => endsAt(outcome) + CLOCK_TOLERANCE_MS > now.epoch).slice(-visit.settings.kept.ended);
+  let room = visit.settings.inlineTokenBytes;
+  return live
+    .reverse()
+    .map((outcome): Ended => {
+      if (outcome.outcome.kind !== 'answered' || typeof outcome.outcome.token !== 'object') return outcome;
+      room -= tokenBytes(outcome.outcome.token.token);
+      return room >= 0 ? outcome : { ...outcome, outcome: { ...outcome.outcome, token: 'unshared' } };
+    })
+    .reverse();
+}

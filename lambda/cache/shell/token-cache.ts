@@ -1,0 +1,266 @@
+import { type Deadline, epochMs, type EpochMs } from '../../clock';
+import type { TokenCacheSetting } from '../../config';
+import type { CredentialRequest } from '../../credentials/access-policy';
+import { ExchangeError, upstreamFailure } from '../../errors';
+import type { TokenRequest } from '../../request/token-request';
+import type { IdpToken } from '../../upstream/exchange';
+import { answerFrom, type Entry, keepable, newest } from '../core/lifetime';
+import { MemoryTier, type Slot } from '../core/memory-tier';
+import type { Outcome } from '../core/outcome';
+import {
+  answerFailure,
+  answersNoCache,
+  cutShort,
+  decide,
+  type Freshness,
+  holdScope,
+  isRemembered,
+  laterRejection,
+  NO_REJECTION,
+  type Rejection,
+  remember,
+} from '../core/rules';
+import { type CacheSettings, cacheSettings } from '../core/settings';
+import type { CacheReport, CacheTier } from '../report';
+import {
+  assertionHoldKey,
+  type CacheableRequest,
+  cacheable,
+  clientHoldKey,
+  earnedHoldKey,
+  holdKeysOf,
+  keySecret,
+  memoryKey,
+  requestText,
+  vouched,
+} from '../request-key';
+import type * as Pepper from './pepper';
+import { type Exchange, exchangeResult } from './idp';
+import type { Runtime, SharedTier } from './shared-tier';
+import type * as Shared from './shared-tier';
+import type * as Table from './table-calls';
+
+/** One request's visit to the cache. */
+export interface CacheAsk extends Freshness {
+  readonly request: TokenRequest | CredentialRequest;
+  /** The token URL as the policy normalised it. */
+  readonly tokenUrl: string;
+  /** The request's one deadline: the same as a direct IdP call's. */
+  readonly deadline: Deadline;
+  readonly exchange: Exchange;
+  readonly report: CacheReport;
+}
+
+/** The token for a request, and what `x-token-cache` says of it. */
+export interface CacheAnswer {
+  readonly token: IdpToken;
+  readonly header: 'hit' | 'miss' | 'stale';
+}
+
+/** A rejection after every token: a fetch that could not read the key's item cannot know whether the IdP rejected the key elsewhere. */
+const UNKNOWN_REJECTION: Rejection = { at: epochMs(Number.MAX_SAFE_INTEGER), own: false };
+/** The contract: an instance answering a key from memory looks in the table for a newer token at most once every 30 s. */
+const LOOK_EVERY_MS = 30_000;
+
+/**
+ * The token cache of one function instance (TOKEN_CACHE `memory` or `shared`): memory in front, the
+ * shared table behind it when there is one, the IdP last. It answers from a kept token, refreshes one
+ * ahead of its going stale, shares one fetch and its outcome among the requests that arrive while it
+ * runs, remembers failures, honours holds, and serves a stale token when the IdP gives none.
+ */
+export class TokenCache {
+  private readonly memory: MemoryTier;
+
+  constructor(
+    private readonly shared: SharedTier | undefined,
+    private readonly runtime: Runtime,
+    private readonly settings: CacheSettings,
+  ) {
+    this.memory = new MemoryTier(settings.memoryEntries, settings.refreshRetryMs);
+  }
+
+  /** The request's token, or the ExchangeError it gets. Everything it does ends within its deadline. */
+  async resolve(ask: CacheAsk): Promise<CacheAnswer> {
+    const { request } = ask;
+    if (!cacheable(request)) return this.uncached(ask);
+    const key = memoryKey(request, ask.tokenUrl);
+    const found = this.memory.peek(key);
+    const now = this.runtime.epoch();
+    const holdKeys = holdKeysOf(request, ask.tokenUrl);
+    const view = this.memory.view(found, this.memory.hold(holdKeys, now), now);
+    const plan = decide(view, ask, now);
+    switch (plan.act) {
+      case 'answer':
+        // With the table, a copy answered from memory is checked against the table every 30 s: a newer token there replaces it.
+        if (this.shared && found && this.lookDue(found, now)) return this.answer(await this.start(key, found, false, ask, request), ask, found);
+        return this.answer({ kind: 'token', entry: plan.entry, from: 'memory' }, ask, found);
+      case 'fail': {
+        // With the table, a stale token stands in only once the table shows the IdP has not rejected the key since.
+        if (this.shared && found && answerFailure(plan.failure, found.kept, found.rejection, ask, now).served === 'stale') {
+          return this.answer(await this.start(key, found, false, ask, request), ask, found);
+        }
+        const [kept, rejection] = [found?.kept, found?.rejection ?? NO_REJECTION];
+        return this.answer({ kind: 'failure', failure: plan.failure, kept, rejection, scope: 'key', cause: plan.cause }, ask, found);
+      }
+      case 'wait': {
+        const slot = found as Slot;
+        const pending = slot.pending as NonNullable<Slot['pending']>;
+        // A request whose deadline ends a fifth of the deadline after the fetch's may not wait on it: it fetches itself.
+        if (ask.deadline.at > pending.deadline + this.settings.dominanceMs) return this.answer(await this.start(key, slot, false, ask, request), ask, slot);
+        // A fetch started by a request with more time left is waited on no longer than this one's own deadline.
+        const outcome = await ask.deadline.race(pending.outcome).catch(() => this.cutShort(slot));
+        if (this.again(outcome, ask)) return this.resolve(ask);
+        // A request that joins a fetch under way gets its outcome as a hit: it cost the IdP nothing.
+        return this.answer(outcome.kind === 'token' && outcome.from === 'idp' ? { ...outcome, from: 'memory' } : outcome, ask, slot);
+      }
+      case 'exchange': {
+        const slot = found ?? this.memory.slot(key);
+        return this.answer(await this.start(key, slot, plan.refresh, ask, request), ask, slot);
+      }
+    }
+  }
+
+  /** The outcome of a request whose deadline passed while it waited: a timeout of its own, which nobody remembers. */
+  private cutShort(slot: Slot): Outcome {
+    const now = this.runtime.epoch();
+    return { kind: 'failure', failure: { code: 'upstream_timeout', until: now }, kept: slot.kept, rejection: 'unknown', scope: 'key', cause: 'deadline' };
+  }
+
+  private lookDue(slot: Slot, now: EpochMs): boolean {
+    return now - slot.lookedAt >= LOOK_EVERY_MS || now < slot.lookedAt;
+  }
+
+  /**
+   * Whether a request that shared a fetch must look again: the fetch ended at its own, earlier deadline
+   * while there is time left for this one; it gave a token that cannot be kept and came before this
+   * request did (such a token goes to no later request); or it gave a `no-cache` request something
+   * older than it takes.
+   */
+  private again(outcome: Outcome, ask: CacheAsk): boolean {
+    if (outcome.kind === 'failure' && outcome.cause === 'deadline') return !ask.deadline.passed();
+    if (outcome.kind === 'token' && !keepable(outcome.entry.token) && outcome.entry.receivedAt < ask.arrivedAt) return true;
+    if (!ask.noCache) return false;
+    return outcome.kind === 'token' ? !answersNoCache(outcome.entry, ask) : outcome.cause === 'failure';
+  }
+
+  /** Fetch the key's token, as the one request on this instance whose outcome the others share. */
+  private start(key: string, slot: Slot, refresh: boolean, ask: CacheAsk, request: CacheableRequest): Promise<Outcome> {
+    const now = this.runtime.epoch();
+    const holdKeys = holdKeysOf(request, ask.tokenUrl);
+    const fetching = this.shared
+      ? this.shared.fetch({
+          ...ask,
+          secret: keySecret(request),
+          requestText: requestText(request, ask.tokenUrl),
+          holdKeys,
+          clientHoldKey: earnedHoldKey(request, ask.tokenUrl),
+          memory: this.memory.view(slot, this.memory.hold(holdKeys, now), now),
+          rejection: slot.rejection,
+          vouched: vouched(request),
+        })
+      : this.fromIdp(ask, slot, refresh, vouched(request));
+    if (this.shared) slot.lookedAt = now;
+    const outcome = fetching.then((outcome) => {
+      this.memory.store(key, slot, earnedHoldKey(request, ask.tokenUrl), outcome, refresh || ask.report.refresh === 'ahead', this.runtime.epoch());
+      return outcome;
+    });
+    const pending = { outcome, deadline: ask.deadline.at };
+    slot.pending = pending;
+    void outcome.finally(() => {
+      if (slot.pending === pending) slot.pending = undefined;
+    }).catch(() => undefined);
+    return outcome;
+  }
+
+  /** Without a table (TOKEN_CACHE=memory): the IdP, with what is left of the deadline. */
+  private async fromIdp(ask: CacheAsk, slot: Slot, refresh: boolean, vouchedFor: boolean): Promise<Outcome> {
+    if (refresh) ask.report.refresh = 'ahead';
+    const budgetMs = ask.deadline.leftMs();
+    const result = await exchangeResult(ask.exchange, this.runtime);
+    if ('token' in result) return { kind: 'token', entry: result.token, from: 'idp' };
+    const now = this.runtime.epoch();
+    const { failure } = result;
+    const rejection = failure.code === 'unauthorized' ? laterRejection(slot.rejection, { at: now, own: true }) : slot.rejection;
+    return {
+      kind: 'failure',
+      failure,
+      kept: failure.code === 'unauthorized' ? undefined : slot.kept,
+      rejection,
+      scope: holdScope(vouchedFor, slot.kept, slot.rejection, now),
+      cause: cutShort(failure, budgetMs, this.settings.upstreamTimeoutMs) ? 'deadline' : 'exchange',
+    };
+  }
+
+  /** The answer an outcome gives this request, and the tier that gave it. Every kept copy may stand in for a failure, this instance's own included. */
+  private answer(outcome: Outcome, ask: CacheAsk, slot: Slot | undefined): CacheAnswer {
+    const now = this.runtime.epoch();
+    if (outcome.kind === 'token') {
+      if (outcome.from === 'idp') return this.served(ask, 'miss', outcome.entry.token);
+      return this.served(ask, outcome.from === 'table' ? 'shared' : 'memory', answerFrom(outcome.entry, now));
+    }
+    if (outcome.cause === 'failure' || outcome.cause === 'hold') ask.report.remembered = outcome.cause;
+    const rejection = laterRejection(outcome.rejection === 'unknown' ? UNKNOWN_REJECTION : outcome.rejection, slot?.rejection ?? UNKNOWN_REJECTION);
+    const kept = newest(outcome.kept, slot?.kept);
+    const answer = answerFailure(outcome.failure, kept, rejection, ask, now);
+    if (answer.served === 'error') {
+      ask.report.tier = 'miss';
+      throw answer.error;
+    }
+    const tier = answer.served === 'stale' ? 'stale' : isOwn(answer.entry, slot) ? 'memory' : 'shared';
+    return this.served(ask, tier, answerFrom(answer.entry, now));
+  }
+
+  private served(ask: CacheAsk, tier: CacheTier, token: IdpToken): CacheAnswer {
+    ask.report.tier = tier;
+    return { token, header: tier === 'miss' || tier === 'stale' ? tier : 'hit' };
+  }
+
+  /**
+   * A request no cache may answer (a caller's `private_key_jwt`): it goes to the IdP every time, but the holds on
+   * its client id and token URL apply to it. A hold it earns covers that client's `private_key_jwt`
+   * requests alone: nothing proves the assertion was the client's own.
+   */
+  private async uncached(ask: CacheAsk): Promise<CacheAnswer> {
+    const { clientId } = ask.request;
+    const holdKeys = [clientHoldKey(clientId, ask.tokenUrl), assertionHoldKey(clientId, ask.tokenUrl)];
+    const held = this.memory.hold(holdKeys, this.runtime.epoch()) ?? (await this.shared?.holdOn(holdKeys, ask.deadline, ask.report));
+    if (held) {
+      ask.report.remembered = 'hold';
+      ask.report.tier = 'miss';
+      throw upstreamFailure(held.code, Math.ceil((held.until - this.runtime.epoch()) / 1000));
+    }
+    try {
+      return this.served(ask, 'miss', await ask.exchange());
+    } catch (error) {
+      ask.report.tier = 'miss';
+      if (error instanceof ExchangeError && isRemembered(error) && error.code === 'upstream_throttled') {
+        const hold = remember(error, this.runtime.epoch());
+        this.memory.setHold(holdKeys[1] as string, hold.until);
+        await this.shared?.putHold(holdKeys[1] as string, hold, ask.deadline, ask.report);
+      }
+      throw error;
+    }
+  }
+}
+
+function isOwn(entry: Entry, slot: Slot | undefined): boolean {
+  return slot?.kept === entry && !entry.copy;
+}
+
+/**
+ * The cache TOKEN_CACHE configures, or undefined when it is off. The shared tier and its AWS client
+ * are loaded only for `shared`, while the function initialises: `memory` never pays for them.
+ */
+export function createTokenCache(setting: TokenCacheSetting, upstreamTimeoutMs: number, runtime: Runtime): TokenCache | undefined {
+  if (setting.mode === 'off') return undefined;
+  const settings = cacheSettings(upstreamTimeoutMs);
+  if (setting.mode !== 'shared') return new TokenCache(undefined, runtime, settings);
+  /* eslint-disable @typescript-eslint/no-require-imports -- lazy loads, on purpose (see above) */
+  const { SharedTier: Tier } = require('./shared-tier') as typeof Shared;
+  const { dynamoDbTable } = require('./table-calls') as typeof Table;
+  const { secretsManagerPepper } = require('./pepper') as typeof Pepper;
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  const pepper = secretsManagerPepper(setting.pepperSecret, runtime, settings.pepper);
+  const table = dynamoDbTable(setting.table, settings.callLimitMs, runtime);
+  return new TokenCache(new Tier({ table, settings, pepper, runtime }), runtime, settings);
+}

@@ -1,7 +1,7 @@
 // The shared token cache on a fleet (bench/fleet.ts): each scenario's comment says what it shows and why.
 import { type AttributeValue, DynamoDBClient, GetItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
-import { type Phase, phaseOf } from '../lambda/cache/lifetime';
-import { epochMs } from '../lambda/cache/time';
+import { epochMs } from '../lambda/clock';
+import { type Phase, phaseOf } from '../lambda/cache/core/lifetime';
 import { TABLE_SCHEMA } from '../lambda/cache/table-schema';
 import { type Answer, type Fleet, type Instance, TABLE } from './fleet';
 import { BENCH_TOKEN, ms, ratio, row, section, summarize, tally } from './report';
@@ -22,7 +22,7 @@ const keyNames = (prefix: string, count: number): string[] => Array.from({ lengt
 const sum = (values: number[]): number => values.reduce((total, value) => total + value, 0);
 /** The first age (to 100 ms) at which a token of `expiresIn` seconds is in one of `phases`, as lambda/cache/lifetime.ts has it. */
 function ageAt(expiresIn: number, phases: Phase[]): { ms: number; phase: Phase } {
-  const entry = { token: { access_token: BENCH_TOKEN, expires_in: expiresIn }, receivedAt: epochMs(0) };
+  const entry = { token: { access_token: BENCH_TOKEN, expires_in: expiresIn }, receivedAt: epochMs(0), copy: false };
   for (let age = 0; ; age += 100)
     if (phases.includes(phaseOf(entry, epochMs(age)))) return { ms: age, phase: phaseOf(entry, epochMs(age)) };
 }

@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { startTokenServer } from '../bench/fleet';
 import { tokenEvent } from '../bench/report';
 import { clientHoldKey } from '../lambda/cache/request-key';
-import { holdItemKeys } from '../lambda/cache/sealed-item';
+import { holdItemKeys } from '../lambda/cache/shell/sealed-item';
 import { localAwsEnvironment, startLocalDynamoDb } from '../local/dynamodb-local';
 import { type HandlerProcess, startHandlerProcess } from '../local/handler-process';
 import { startLocalSecretsManager } from '../local/secrets-manager-local';

@@ -1,3 +1,4 @@
+import { Deadline, systemClock } from '../lambda/clock';
 import { ClientCredentials } from 'simple-oauth2';
 import { loadConfig } from '../lambda/config';
 import { grantConfig } from '../lambda/upstream/grant-config';
@@ -30,7 +31,7 @@ describe('the simple-oauth2 configuration built without joi', () => {
       grantType: 'client_credentials',
       authMethod,
     };
-    const built = grantConfig(request, target, performance.now() + 5000);
+    const built = grantConfig(request, target, Deadline.after(systemClock(), 5000));
 
     // Act: the options a caller of `new ClientCredentials(options)` would write for this request
     const normalised = Joi.attempt(

@@ -1,3 +1,4 @@
+import { Deadline, epochMs, systemClock } from '../lambda/clock';
 import { createHook } from 'node:async_hooks';
 import { ExchangeError } from '../lambda/errors';
 import { destroyAgents } from '../lambda/upstream/guarded-agents';
@@ -29,6 +30,9 @@ afterAll(async () => {
 });
 
 /** A clock the tests move by hand. */
+/** The system's timers with a wall clock of the test's. */
+const wallClock = (now: () => number) => ({ ...systemClock(), epoch: () => epochMs(now()) });
+
 function manualClock(start = 1_000_000): { now: () => number; advance: (ms: number) => void } {
   let time = start;
   return { now: () => time, advance: (ms) => (time += ms) };
@@ -37,7 +41,7 @@ function manualClock(start = 1_000_000): { now: () => number; advance: (ms: numb
 const issuerAt = (path: string): string => `${server.origin}${path}`;
 /** The issuer as the resolver hands it over: accepted by the policy under an allowlist naming the server. */
 const targetOf = (issuer: string): TokenTarget => checkTokenUrl(issuer, parseAllowlist(server.origin), 'issuer');
-const soon = (ms = 2000): number => performance.now() + ms;
+const soon = (ms = 2000): Deadline => Deadline.after(systemClock(), ms);
 
 /** The server plays each issuer path with a document naming `${issuer}/token`. */
 function publish(...paths: string[]): void {
@@ -99,7 +103,7 @@ describe('how long metadata is kept', () => {
   it('keeps it for ten minutes by default', async () => {
     // Prepare
     const clock = manualClock();
-    const metadata = new IssuerMetadata(parseAllowlist(server.origin), undefined, clock.now);
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin), undefined, wallClock(clock.now));
     publish('/a');
 
     // Act
@@ -116,7 +120,7 @@ describe('how long metadata is kept', () => {
 
   it('keeps 500 issuers by default, least recently used out first', async () => {
     // Prepare
-    const metadata = new IssuerMetadata(parseAllowlist(server.origin), undefined, manualClock().now);
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin), undefined, wallClock(manualClock().now));
     const paths = Array.from({ length: 501 }, (_, index) => `/i${index}`);
     publish(...paths);
 
@@ -132,7 +136,7 @@ describe('how long metadata is kept', () => {
   it('answers from the kept copy until its time is up, then fetches again', async () => {
     // Prepare
     const clock = manualClock();
-    const metadata = new IssuerMetadata(parseAllowlist(server.origin), { ttlMs: 60_000, maxIssuers: 10 }, clock.now);
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin), { ttlMs: 60_000, maxIssuers: 10 }, wallClock(clock.now));
     publish('/a');
 
     // Act
@@ -153,7 +157,7 @@ describe('how long metadata is kept', () => {
   it('never answers from an expired copy when the new fetch fails', async () => {
     // Prepare
     const clock = manualClock();
-    const metadata = new IssuerMetadata(parseAllowlist(server.origin), { ttlMs: 60_000, maxIssuers: 10 }, clock.now);
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin), { ttlMs: 60_000, maxIssuers: 10 }, wallClock(clock.now));
     publish('/a');
     await outcome(metadata, '/a');
     clock.advance(60_000);
@@ -168,7 +172,7 @@ describe('how long metadata is kept', () => {
 
   it('keeps the most recently used issuers when there are more than it holds', async () => {
     // Prepare
-    const metadata = new IssuerMetadata(parseAllowlist(server.origin), { ttlMs: 60_000, maxIssuers: 2 }, manualClock().now);
+    const metadata = new IssuerMetadata(parseAllowlist(server.origin), { ttlMs: 60_000, maxIssuers: 2 }, wallClock(manualClock().now));
     publish('/a', '/b', '/c');
 
     // Act: /a is used again after /b, so /b is the least recently used when /c comes.
@@ -239,9 +243,8 @@ describe('a request that joins a fetch under way', () => {
     try {
       // Act: the waiter gives up at 50 ms; the fetch itself has until 2 s, and fails at 300 ms.
       const report: MetadataReport = {};
-      const started = performance.now();
-      const fetch = metadata.tokenEndpoint(issuerAt('/late'), targetOf(issuerAt('/late')), started + 2000, {});
-      const waiter = await outcome(metadata, '/late', started + 50, report);
+      const fetch = metadata.tokenEndpoint(issuerAt('/late'), targetOf(issuerAt('/late')), soon(2000), {});
+      const waiter = await outcome(metadata, '/late', soon(50), report);
       await fetch.catch(() => undefined);
       await new Promise((resolve) => setTimeout(resolve, 50));
 
@@ -259,7 +262,7 @@ describe('a request that joins a fetch under way', () => {
     server.answer(issuerScript({ [wellKnownPaths('/gone').oidc]: silent }));
 
     // Act
-    const result = await outcome(metadata, '/gone', performance.now() - 1);
+    const result = await outcome(metadata, '/gone', soon(-1));
 
     // Assess
     expect(result).toEqual({ status: 504, description: 'The identity provider did not answer in time' });
@@ -358,7 +361,7 @@ describe('each metadata request, and what it leaves behind', () => {
 
     // Act
     const started = performance.now();
-    const result = await outcome(metadata, '/stalled', started + 400, report);
+    const result = await outcome(metadata, '/stalled', soon(400), report);
     await new Promise((resolve) => setTimeout(resolve, 100));
 
     // Assess
@@ -404,7 +407,7 @@ describe('each metadata request, and what it leaves behind', () => {
     // Act
     let status: number | undefined;
     try {
-      await metadata.tokenEndpoint(issuer, checkTokenUrl(issuer, parseAllowlist(deadOrigin), 'issuer'), performance.now() - 1, report);
+      await metadata.tokenEndpoint(issuer, checkTokenUrl(issuer, parseAllowlist(deadOrigin), 'issuer'), soon(-1), report);
     } catch (error) {
       status = (error as ExchangeError).statusCode;
     }
@@ -424,7 +427,7 @@ describe('each metadata request, and what it leaves behind', () => {
     // Act
     let status: number | undefined;
     try {
-      await metadata.tokenEndpoint(issuer, refusing, performance.now() - 1, report);
+      await metadata.tokenEndpoint(issuer, refusing, soon(-1), report);
     } catch (error) {
       status = (error as ExchangeError).statusCode;
     }

@@ -1,3 +1,4 @@
+import { systemClock } from '../lambda/clock';
 import { loadConfig } from '../lambda/config';
 import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler } from '../lambda/handler';
@@ -262,7 +263,7 @@ describe('the EMF metrics of each request', () => {
     const handle = createHandler(
       loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, TOKEN_CACHE: 'memory' }),
       powertoolsObservability('INFO'),
-      () => now,
+      systemClock(() => now),
     );
     server.answer(json(200, { ...DEMO_TOKEN, expires_in: 100 }));
 

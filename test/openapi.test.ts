@@ -1,3 +1,4 @@
+import { systemClock } from '../lambda/clock';
 import fc from 'fast-check';
 import { JWT_BEARER_ASSERTION_TYPE } from '../lambda/request/client-assertion';
 import { loadConfig } from '../lambda/config';
@@ -402,7 +403,7 @@ describe("the handler's real responses match openapi.yaml", () => {
     const cached = createHandler(
       loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, UPSTREAM_TIMEOUT_MS: '300', TOKEN_CACHE: 'memory' }),
       recordingObservability(),
-      () => now,
+      systemClock(() => now),
     );
     server.answer(json(200, { ...DEMO_TOKEN, expires_in: 40 }));
     await cached(tokenEvent(validBody()));

@@ -1,3 +1,4 @@
+import { type Clock, Deadline, epochMs, systemClock } from '../../lambda/clock';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { KMSClient, SignCommand } from '@aws-sdk/client-kms';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
@@ -11,6 +12,8 @@ import { json, type Script, startTokenServer, type TokenServer } from '../suppor
 
 const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'AKIDLOCAL', AWS_SECRET_ACCESS_KEY: 'local-secret', AWS_SESSION_TOKEN: 'local-token' };
 const NOW = Date.UTC(2026, 10, 27, 1, 2, 3);
+// Signed at a fixed moment; deadlines and timers on the system's own clock.
+const fixedClock: Clock = { ...systemClock(), epoch: () => epochMs(NOW) };
 let server: TokenServer;
 
 beforeAll(async () => {
@@ -25,14 +28,15 @@ function scripted(...scripts: Script[]) {
   const queue = [...scripts];
   server.answer((request, response) => (queue.length > 1 ? queue.shift() : queue[0])?.(request, response));
   const env = { ...CREDENTIALS, AWS_REGION: 'eu-west-1', AWS_ENDPOINT_URL_DYNAMODB: server.origin };
-  return { client: awsJsonClient(DYNAMODB, env, () => NOW), sent: server.received.length };
+  return { client: awsJsonClient(DYNAMODB, env, fixedClock), sent: server.received.length };
 }
 const failure = (call: Promise<AwsJson>) =>
   call.then(
     () => undefined,
     (error: unknown) => error as AwsCallError,
   );
-const limit = () => AbortSignal.timeout(2000);
+const limit = () => Deadline.after(fixedClock, 2000);
+
 const hang: Script = () => new Promise(() => undefined);
 const cut: Script = (_request, response) => void response.socket?.destroy();
 
@@ -177,22 +181,18 @@ describe('awsJsonClient', () => {
     const { client } = scripted(...scripts);
     const started = performance.now();
 
-    const error = await failure(client.call('GetItem', {}, AbortSignal.timeout(100)));
+    const error = await failure(client.call('GetItem', {}, Deadline.after(fixedClock, 100)));
 
     expect(error?.name).toBe('TimeoutError');
     expect(performance.now() - started).toBeLessThan(1000);
   });
 
-  it('fails the call after a pause cut short by its signal, without a second request', async () => {
-    const controller = new AbortController();
-    const { client, sent } = scripted((_request, response) => {
-      response.writeHead(500).end();
-      response.on('finish', () => setTimeout(() => controller.abort(), 5));
-    });
-    // However long the pause would be, the signal ends it.
+  it('fails the call after a pause cut short by its deadline, without a second request', async () => {
+    const { client, sent } = scripted((_request, response) => void response.writeHead(500).end());
+    // However long the pause would be, the deadline ends it.
     const jitter = jest.spyOn(Math, 'random').mockReturnValue(1e6);
 
-    const error = await failure(client.call('GetItem', {}, controller.signal));
+    const error = await failure(client.call('GetItem', {}, Deadline.after(fixedClock, 300)));
     jitter.mockRestore();
 
     expect(error?.name).toBe('TimeoutError');
@@ -205,7 +205,7 @@ describe('awsJsonClient', () => {
     ['a region', { ...CREDENTIALS }, 'EndpointSettingError'],
   ])('sends nothing without %s, and says which', async (_case, env, name) => {
     const sent = server.received.length;
-    const client = awsJsonClient(KMS, { AWS_ENDPOINT_URL: server.origin, ...env }, () => NOW);
+    const client = awsJsonClient(KMS, { AWS_ENDPOINT_URL: server.origin, ...env }, fixedClock);
 
     const error = await failure(client.call('Sign', {}, limit()));
 
@@ -217,7 +217,7 @@ describe('awsJsonClient', () => {
     const { sent } = scripted(json(200, {}));
     const env = { AWS_ACCESS_KEY_ID: 'AKIDLOCAL', AWS_SECRET_ACCESS_KEY: 'local-secret', AWS_SESSION_TOKEN: '', AWS_REGION: 'us-east-1' };
 
-    await awsJsonClient(KMS, { ...env, AWS_ENDPOINT_URL_KMS: server.origin }, () => NOW).call('Sign', {}, limit());
+    await awsJsonClient(KMS, { ...env, AWS_ENDPOINT_URL_KMS: server.origin }, fixedClock).call('Sign', {}, limit());
 
     expect(server.received[sent]?.headers).not.toHaveProperty('x-amz-security-token');
     expect(server.received[sent]?.headers['x-amz-target']).toBe('TrentService.Sign');
@@ -227,7 +227,7 @@ describe('awsJsonClient', () => {
     const tls = await startTokenServer(json(200, {}), createTestCa('Untrusted AWS test CA').issue(['localhost']));
     const env = { ...CREDENTIALS, AWS_REGION: 'us-east-1', AWS_ENDPOINT_URL_KMS: tls.origin };
 
-    const error = await failure(awsJsonClient(KMS, env, () => NOW).call('Sign', {}, limit()));
+    const error = await failure(awsJsonClient(KMS, env, fixedClock).call('Sign', {}, limit()));
     await tls.close();
 
     expect(error?.name).toMatch(/^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)$/);
@@ -264,7 +264,7 @@ describe('the services, as the AWS SDK calls them', () => {
       const env = { ...CREDENTIALS, AWS_REGION: 'eu-west-1', AWS_ENDPOINT_URL: server.origin };
 
       await sdk();
-      await awsJsonClient(service, env, () => NOW).call(operation, {}, limit());
+      await awsJsonClient(service, env, fixedClock).call(operation, {}, limit());
 
       const [theirs, ours] = server.received.slice(sent).map(({ headers }) => named(headers));
       expect(ours).toEqual(theirs);

@@ -52,7 +52,7 @@ const after =
 function instance(env: Record<string, string> = {}): void {
   const observed = recordingObservability();
   records = observed.records;
-  handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, TOKEN_CACHE: 'memory', ...env }), observed, clock.now);
+  handle = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin, TOKEN_CACHE: 'memory', ...env }), observed, systemClock(clock.now));
 }
 
 beforeAll(async () => {

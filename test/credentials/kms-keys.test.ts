@@ -1,3 +1,4 @@
+import { Deadline, systemClock } from '../../lambda/clock';
 import { generateKeyPairSync } from 'node:crypto';
 import type { CredentialSourceError } from '../../lambda/credentials/aws-sources';
 import { kmsKeyRing } from '../../lambda/credentials/kms-keys';
@@ -18,13 +19,13 @@ afterAll(async () => {
 });
 
 const ring = (endpoint: string) =>
-  kmsKeyRing({ AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', AWS_ENDPOINT_URL_KMS: endpoint });
+  kmsKeyRing(systemClock(), { AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', AWS_ENDPOINT_URL_KMS: endpoint });
 const refusal = (work: Promise<unknown>) =>
   work.then(
     () => 'answered',
     (error: unknown) => (error as CredentialSourceError).errorName,
   );
-const deadline = () => performance.now() + 2000;
+const deadline = () => Deadline.after(systemClock(), 2000);
 
 describe('kmsKeyRing, given answers KMS does not give', () => {
   it('refuses a public key answer without the key', async () => {

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { systemClock } from '../../lambda/clock';
 import type * as Config from '../../lambda/config';
 import type * as GuardedAgents from '../../lambda/upstream/guarded-agents';
 import type * as Handler from '../../lambda/handler';
@@ -51,7 +52,7 @@ export function freshInstance(env: Record<string, string> = {}, clock: () => num
     const { destroyAgents } = require('../../lambda/upstream/guarded-agents') as typeof GuardedAgents;
     const observability = recordingObservability();
     instance = {
-      handle: createHandler(loadConfig({ ...process.env, ...env }), observability, clock),
+      handle: createHandler(loadConfig({ ...process.env, ...env }), observability, systemClock(clock)),
       records: observability.records,
       close: destroyAgents,
     };

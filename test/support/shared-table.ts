@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { type AttributeValue, DynamoDBClient, PutItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
-import { type ClaimFacts, type ItemState, sealState } from '../../lambda/cache/item-state';
-import type { Entry } from '../../lambda/cache/lifetime';
-import type { Remembered } from '../../lambda/cache/rules';
-import { epochMs } from '../../lambda/cache/time';
+import { epochMs } from '../../lambda/clock';
+import type { ClaimFacts } from '../../lambda/cache/core/claims';
+import { EMPTY_MEMO, type ItemState, keeping } from '../../lambda/cache/core/item';
+import type { Entry } from '../../lambda/cache/core/lifetime';
+import type { Remembered } from '../../lambda/cache/core/rules';
+import { cacheSettings } from '../../lambda/cache/core/settings';
 import { clientHoldKey, requestText, type SecretRequest } from '../../lambda/cache/request-key';
-import { holdItemKeys, type ItemKeys, requestItemKeys } from '../../lambda/cache/sealed-item';
+import { holdItemKeys, type ItemKeys, requestItemKeys, sealState } from '../../lambda/cache/shell/sealed-item';
 import { parseTokenRequest, type TokenRequest } from '../../lambda/request/token-request';
 import { localAwsEnvironment, type LocalDynamoDb, startLocalDynamoDb } from '../../local/dynamodb-local';
 import { type LocalSecretsManager, startLocalSecretsManager } from '../../local/secrets-manager-local';
@@ -72,7 +74,7 @@ export async function startSharedTable(tableName = 'token-cache-test'): Promise<
       return holdItemKeys(pepperBytes, clientHoldKey(request.clientId, new URL(request.accessTokenUrl).href));
     },
     async plant(keys, state, rev = randomBytes(6).toString('hex')) {
-      const { sealed, expiresSeconds } = sealState(keys, state);
+      const { sealed, expiresSeconds } = sealState(keys, state, cacheSettings(5000).rejectionFloorMs);
       await put({ pk: { S: keys.itemKey }, state: { B: sealed }, rev: { S: rev }, expires: { N: String(expiresSeconds) } });
     },
     async close() {
@@ -84,7 +86,10 @@ export async function startSharedTable(tableName = 'token-cache-test'): Promise<
 
 /** Item states as the function writes them, for a test to plant: `clock` dates what needs a date. */
 export function itemStates(clock: () => number) {
-  const memo = (kept: Entry | undefined, rejectedAt = 0) => ({ kept: kept ?? null, rejectedAt: epochMs(rejectedAt) });
+  const memo = (kept: Entry | undefined, rejectedAt = 0) => {
+    const rejected = { ...EMPTY_MEMO, rejectedAt: epochMs(rejectedAt) };
+    return kept ? keeping(rejected, kept) : rejected;
+  };
   return {
     /** A kept token, nothing under way. */
     kept: (entry: Entry): ItemState => ({ kind: 'key', memo: memo(entry), activity: { kind: 'idle' }, ended: [] }),
@@ -93,7 +98,7 @@ export function itemStates(clock: () => number) {
       holder: string,
       { agoMs = 0, leftMs = 4900, beat = 0, kept }: { agoMs?: number; leftMs?: number; beat?: number; kept?: Entry } = {},
     ): ItemState => {
-      const claim: ClaimFacts = { holder, beat, leftMs, runMs: 0, claimedAt: epochMs(clock() - agoMs), lineage: [] };
+      const claim: ClaimFacts = { holder, beat, leftMs, runMs: 0, claimedAt: epochMs(clock() - agoMs), lineage: [], echoes: [] };
       return { kind: 'key', memo: memo(kept), activity: { kind: 'claim', claim }, ended: [] };
     },
     /** The failure a holder's exchange ended in, with the token it keeps and the key's last rejection. */

@@ -293,9 +293,13 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
   const mine = outcomeForMe(visit, read.state, now);
   if (mine) return mine;
   const activity = read.state?.activity;
+  // This visit's own claim, which landed though its answer said otherwise or never came: it holds it.
+  if (activity?.kind === 'claim' && activity.claim.holder === visit.ask.holder) {
+    return claimWritten(visit, activity.claim, runningOf(visit.situation), { kind: 'won' }, now);
+  }
   let watch = visit.watch;
   let verdict: Verdict | undefined;
-  if (activity?.kind === 'claim' && activity.claim.holder !== visit.ask.holder) {
+  if (activity?.kind === 'claim') {
     ({ watch, verdict } = judge(watch, activity.claim, read, visit.ask.holder, now.epoch, leftOf(visit, now), visit.settings));
   }
   const decided = { ...visit, watch };

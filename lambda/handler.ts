@@ -36,7 +36,8 @@ export function createHandler(
   observability: Observability = powertoolsObservability(config.logLevel),
   clock: Clock = systemClock(),
 ): TokenHandler {
-  const cache = createTokenCache(config.tokenCache, config.upstreamTimeoutMs, { ...clock, id: () => randomBytes(9).toString('base64url') });
+  const id = () => randomBytes(9).toString('base64url');
+  const cache = createTokenCache(config.tokenCache, config.upstreamTimeoutMs, { ...clock, instance: id(), id });
   const resolveEndpoint = createEndpointResolver(config.allowlist, clock);
   const credentials = new StoredCredentials(config.storedCredentials, clock);
   const parts: Parts = { cache, resolveEndpoint, credentials };

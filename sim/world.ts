@@ -102,6 +102,7 @@ export class World {
           });
           signal?.addEventListener('abort', onAbort, { once: true });
         }),
+      instance: owner.name,
       id: () => Array.from({ length: 12 }, () => ID_CHARACTERS[Math.floor(random() * 64)]).join(''),
     };
   }

@@ -1,17 +1,22 @@
 import type { SimRecord, Violation } from '../record';
+import { answerInvariants } from './answers';
+import { exchangeInvariants } from './exchanges';
+import { failureInvariants } from './failures';
+import { Facts } from './facts';
+import { holdInvariants } from './holds';
+import type { Invariant } from './invariant';
 
-// Placeholder until the independent judge lands: the deadline and the tokens' identity only.
+export type { Invariant } from './invariant';
+
+/** Every invariant the judge applies, by name, each citing the contract's words. */
+export const invariants: readonly Invariant[] = [...answerInvariants, ...failureInvariants, ...holdInvariants, ...exchangeInvariants];
+
+/**
+ * Judge a simulation run by the contract alone, from what its record shows from outside the cache:
+ * every violation found, in the order of when it happened.
+ */
 export function judge(record: SimRecord): Violation[] {
-  const violations: Violation[] = [];
-  const issued = new Map(record.idp.filter((call) => call.token).map((call) => [call.token as string, call]));
-  for (const answer of record.answers) {
-    const asked = record.requests[answer.request];
-    if (!asked) continue;
-    if (answer.answeredAt - asked.arrivedAt > record.upstreamTimeoutMs + 1e-6) violations.push({ rule: 'deadline', at: answer.answeredAt, detail: `#${asked.id}` });
-    if (answer.status === 200) {
-      const call = answer.token ? issued.get(answer.token) : undefined;
-      if (!call || call.key !== asked.key) violations.push({ rule: 'issued', at: answer.answeredAt, detail: `#${asked.id} ${answer.token}` });
-    }
-  }
-  return violations;
+  const facts = new Facts(record);
+  const found = [...facts.dangling, ...invariants.flatMap((invariant) => invariant.check(facts))];
+  return found.sort((a, b) => a.at - b.at);
 }

@@ -86,9 +86,9 @@ export async function startSharedTable(tableName = 'token-cache-test'): Promise<
 
 /** Item states as the function writes them, for a test to plant: `clock` dates what needs a date. */
 export function itemStates(clock: () => number) {
-  const memo = (kept: Entry | undefined, rejectedAt = 0) => {
+  const memo = (kept: Omit<Entry, 'receivedBy' | 'copy'> | undefined, rejectedAt = 0) => {
     const rejected = { ...EMPTY_MEMO, rejectedAt: epochMs(rejectedAt) };
-    return kept ? keeping(rejected, kept) : rejected;
+    return kept ? keeping(rejected, { ...kept, receivedBy: 'planted', copy: true }) : rejected;
   };
   return {
     /** A kept token, nothing under way. */

@@ -4,10 +4,11 @@ import type { ClaimFacts } from './claims';
 import { CLOCK_TOLERANCE_MS, type Entry, expiresAt, provesUntil } from './lifetime';
 import type { Remembered } from './rules';
 
-/** A token as an item holds it: the IdP's answer and when its receiver got it (that instance's clock). */
+/** A token as an item holds it: the IdP's answer, when its receiver got it (that instance's clock), and which instance that was. */
 export interface StoredToken {
   readonly token: IdpToken;
   readonly receivedAt: EpochMs;
+  readonly by: string;
 }
 
 /**
@@ -19,6 +20,8 @@ export interface KeyMemo {
   readonly kept: StoredToken | null;
   readonly rejectedAt: EpochMs;
   readonly keptUntil: EpochMs;
+  /** Until when the key's tokens are known too large for an item: nobody waits on a claim for one. */
+  readonly oversizeUntil: EpochMs;
 }
 
 /**
@@ -51,16 +54,16 @@ export type ItemState =
 
 export type KeyItem = Extract<ItemState, { kind: 'key' }>;
 
-export const EMPTY_MEMO: KeyMemo = { kept: null, rejectedAt: epochMs(0), keptUntil: epochMs(0) };
+export const EMPTY_MEMO: KeyMemo = { kept: null, rejectedAt: epochMs(0), keptUntil: epochMs(0), oversizeUntil: epochMs(0) };
 
-/** An item's kept token as this instance holds it: a copy, dated by its receiver's clock. */
-export function copyOf(stored: StoredToken): Entry {
-  return { token: stored.token, receivedAt: stored.receivedAt, copy: true };
+/** An item's token as instance `self` holds it: a copy, dated by its receiver's clock, unless `self` received it. */
+export function entryOf(stored: StoredToken, self: string): Entry {
+  return { token: stored.token, receivedAt: stored.receivedAt, receivedBy: stored.by, copy: stored.by !== self };
 }
 
 /** A token as an item holds it. */
 export function storedOf(entry: Entry): StoredToken {
-  return { token: entry.token, receivedAt: entry.receivedAt };
+  return { token: entry.token, receivedAt: entry.receivedAt, by: entry.receivedBy };
 }
 
 /**
@@ -74,8 +77,9 @@ export function usefulUntil(state: ItemState, floorMs: number): EpochMs {
   return epochMs(
     CLOCK_TOLERANCE_MS +
       Math.max(
-        memo.kept ? provesUntil(copyOf(memo.kept)) : 0,
+        memo.kept ? provesUntil(entryOf(memo.kept, '')) : 0,
         memo.rejectedAt === 0 ? 0 : Math.max(memo.rejectedAt + floorMs, memo.keptUntil),
+        memo.oversizeUntil,
         // A claim is judged by renewals, not by date; its item outlives its holder's deadline.
         activity.kind === 'claim' ? activity.claim.claimedAt + activity.claim.runMs + activity.claim.leftMs : 0,
         ...ended.map(endsAt),

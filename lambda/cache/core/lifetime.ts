@@ -9,13 +9,14 @@ import type { IdpToken } from '../../upstream/exchange';
 export const CLOCK_TOLERANCE_MS = 5000;
 
 /**
- * A token the cache keeps: the IdP's answer as received, when it arrived, and whether it is a copy
- * another instance received (from the table: dated by that instance's clock). A copy is reckoned
- * older by the clocks' tolerance for its `expires_in` and its end, never for its phases.
+ * A token the cache keeps: the IdP's answer as received, when it arrived, which instance received it,
+ * and whether that was another one (a copy, from the table: dated by that instance's clock). A copy is
+ * reckoned older by the clocks' tolerance for its `expires_in` and its end, never for its phases.
  */
 export interface Entry {
   readonly token: IdpToken;
   readonly receivedAt: EpochMs;
+  readonly receivedBy: string;
   readonly copy: boolean;
 }
 

@@ -2,7 +2,7 @@ import { type EpochMs, epochMs, type MonoMs } from '../../clock';
 import { keepable, newest, openToFleet } from './lifetime';
 import type { Entry } from './lifetime';
 import type { Outcome } from './outcome';
-import { inForce, isHold, type KeyView, laterRejection, longer, NO_REJECTION, outlivesRejection, type Rejection, type Remembered } from './rules';
+import { inForce, isHold, type KeyView, laterRejection, longer, NO_REJECTION, receivedSince, type Rejection, type Remembered } from './rules';
 
 /** A fetch of the key's token under way on this instance, which other requests for the key may share. */
 export interface Pending {
@@ -17,8 +17,10 @@ export interface Slot {
   kept: Entry | undefined;
   /** The key's latest rejection known: no token received before it stands in for a failure. */
   rejection: Rejection;
-  /** A remembered failure, or a hold on this key alone. */
+  /** A remembered failure (not a hold). */
   failure: Remembered | undefined;
+  /** A hold on this key alone: kept apart, so that no later failure shortens it. */
+  hold: Remembered | undefined;
   pending: Pending | undefined;
   /** When a refresh ahead last ended: the next may start a second later. */
   refreshTriedAt: EpochMs;
@@ -57,6 +59,7 @@ export class MemoryTier {
         kept: undefined,
         rejection: NO_REJECTION,
         failure: undefined,
+        hold: undefined,
         pending: undefined,
         refreshTriedAt: epochMs(-Infinity),
         lookedAt: epochMs(-Infinity),
@@ -83,12 +86,11 @@ export class MemoryTier {
 
   /** What this instance knows about a key, as a request sees it. A copy is its receiver's to refresh, early on. */
   view(slot: Slot | undefined, hold: Remembered | undefined, now: EpochMs): KeyView {
-    const failure = slot && inForce(slot.failure, now) ? slot.failure : undefined;
     const kept = slot?.kept;
     return {
       entry: kept,
-      failure: failure && !isHold(failure) ? failure : undefined,
-      hold: longer(hold, failure && isHold(failure) ? failure : undefined),
+      failure: slot && inForce(slot.failure, now) ? slot.failure : undefined,
+      hold: longer(hold, slot && inForce(slot.hold, now) ? slot.hold : undefined),
       busy: slot?.pending !== undefined,
       refreshing:
         slot?.pending !== undefined ||
@@ -111,14 +113,12 @@ export class MemoryTier {
       const unknown: Rejection = failure.code === 'unauthorized' ? { at: now, own: true } : NO_REJECTION;
       slot.rejection = laterRejection(slot.rejection, outcome.rejection === 'unknown' ? unknown : outcome.rejection);
       slot.kept = [slot.kept, outcome.kept]
-        .filter((entry): entry is Entry => entry !== undefined && outlivesRejection(entry, slot.rejection))
+        .filter((entry): entry is Entry => entry !== undefined && receivedSince(entry, slot.rejection))
         .reduce<Entry | undefined>(newest, undefined);
       // A hold this request's own exchange earned covers whom its scope says; one seen elsewhere, this key alone.
       if (isHold(failure) && outcome.scope === 'client' && outcome.cause === 'exchange') this.setHold(clientHoldKey, failure.until);
-      else
-        slot.failure = isHold(failure)
-          ? longer(inForce(slot.failure, now) && isHold(slot.failure) ? slot.failure : undefined, failure)
-          : failure;
+      else if (isHold(failure)) slot.hold = longer(inForce(slot.hold, now) ? slot.hold : undefined, failure);
+      else slot.failure = failure;
     }
     // A refresh that brought a new token leaves nothing to refresh for far longer than the retry pause.
     if (refresh) slot.refreshTriedAt = now;

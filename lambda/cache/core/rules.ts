@@ -130,7 +130,16 @@ export function answersNoCache(entry: Entry, freshness: Freshness): boolean {
   return entry.receivedAt >= freshness.arrivedAt - NO_CACHE_WINDOW_MS;
 }
 
-/** Whether a kept token was received after the key's last rejection: only such a token stands in for a failure or proves the key. */
+/** Whether a kept token was received after the key's last rejection, as both were dated: only such a token is kept, answers and proves the key. */
+export function receivedSince(entry: Entry, rejection: Rejection): boolean {
+  return entry.receivedAt > rejection.at;
+}
+
+/**
+ * Whether a kept token may stand in for a failure after the key's last rejection: received after it,
+ * and, unless this instance dated both, by more than the clocks' tolerance, so that no 401 is ever
+ * outlived by a token another clock dated a little late.
+ */
 export function outlivesRejection(entry: Entry, rejection: Rejection): boolean {
   if (rejection.at === 0) return true;
   return entry.receivedAt > rejection.at + (!entry.copy && rejection.own ? 0 : CLOCK_TOLERANCE_MS);
@@ -143,7 +152,7 @@ export function laterRejection(a: Rejection, b: Rejection): Rejection {
 
 /** Whether a kept token still proves that its key's secret is the client's own. */
 export function proves(entry: Entry | undefined, rejection: Rejection, now: EpochMs): entry is Entry {
-  return entry !== undefined && outlivesRejection(entry, rejection) && now < provesUntil(entry);
+  return entry !== undefined && receivedSince(entry, rejection) && now < provesUntil(entry);
 }
 
 /** Whom a hold earned by a key covers: every key of its client id at that token URL, or that key alone. */

@@ -35,6 +35,8 @@ export interface CacheSettings {
   readonly maxSharedTokenBytes: number;
   /** The room in an item for tokens that cannot be kept but go to a holder's waiters. */
   readonly inlineTokenBytes: number;
+  /** How long a key whose token was too large to share is taken to stay so: nobody waits on its claims meanwhile. */
+  readonly oversizeKnownMs: number;
   /** How long a rejection stays in the table at least, for tokens some instance keeps that the table never saw. */
   readonly rejectionFloorMs: number;
   /** How much of an item's history its writes carry: takeovers named, outcomes for waiters, revisions in a condition, echoes. */
@@ -67,6 +69,7 @@ export function cacheSettings(upstreamTimeoutMs: number): CacheSettings {
     memoryEntries: 1000,
     maxSharedTokenBytes: 300_000,
     inlineTokenBytes: 64_000,
+    oversizeKnownMs: 3600_000,
     rejectionFloorMs: 24 * 3600_000,
     kept: { lineage: 8, ended: 4, revs: 8, echoes: 32 },
     // The contract: a rotated pepper is in use everywhere within 60 s.

@@ -13,7 +13,7 @@ import {
   type Watch,
   withEcho,
 } from './claims';
-import { copyOf, EMPTY_MEMO, type Ended, endsAt, keeping, type KeyItem, type KeyMemo, type SharedOutcome, storedOf } from './item';
+import { EMPTY_MEMO, entryOf, type Ended, endsAt, keeping, type KeyItem, type KeyMemo, type SharedOutcome, storedOf } from './item';
 import { CLOCK_TOLERANCE_MS, type Entry, keepable, newest, openToFleet, served, tokenBytes } from './lifetime';
 import type { ExchangeResult, FailureOutcome, Outcome } from './outcome';
 import {
@@ -28,7 +28,7 @@ import {
   type KeyView,
   laterRejection,
   longer,
-  outlivesRejection,
+  receivedSince,
   proves,
   type Rejection,
   type Remembered,
@@ -47,6 +47,8 @@ export interface VisitAsk extends Freshness {
   /** The key's latest rejection this instance knows of. */
   readonly rejection: Rejection;
   readonly deadline: MonoMs;
+  /** The instance the visit runs on: a token it received itself comes back from the table as its own, not a copy. */
+  readonly instance: string;
   /** The name the visit's claims, marks and writes go under. */
   readonly holder: string;
   /** A stored credential's key: its secret is the broker's, so a hold it earns covers the credential whatever it kept. */
@@ -114,8 +116,8 @@ type Holds = { readonly kind: 'unread' | 'reading' | 'failed' } | { readonly kin
  * The caller's answer is apart (`answered`): a visit may still publish after it answered.
  */
 type Situation =
-  /** The key's item is being read; the hedge bounds the wait. */
-  | { readonly kind: 'reading'; readonly hedgeAt: MonoMs }
+  /** The key's item is being read (or was, and the holds that may lengthen a hold it shows are); the hedge bounds the wait. */
+  | { readonly kind: 'reading'; readonly hedgeAt: MonoMs; readonly read?: KeyRead }
   /** A claim is out (and, once the hedge passed, the exchange runs meanwhile). */
   | { readonly kind: 'claiming'; readonly claim: ClaimFacts; readonly hedgeAt: MonoMs; readonly exchange: Running | undefined }
   /** The claim is held; the holds are still being read (the hedge bounds it). */
@@ -166,8 +168,11 @@ export interface Visit {
   readonly rejection: Rejection;
   /** The key's item was read: its rejections are known, so kept tokens may stand in for failures. */
   readonly confirmed: boolean;
-  /** The item's remembered failure, as read. */
+  /** The key's tokens are known too large for an item: no claim is waited on, none is made. */
+  readonly oversize: boolean;
+  /** The item's remembered failure and the longest hold on the key alone it carries, as read. */
   readonly tableFailure: Remembered | undefined;
+  readonly tableHold: Remembered | undefined;
   readonly holds: Holds;
   readonly watch: Watch;
   /** The item as far as this visit knows it (read, refused with, or written), and what it may be at. */
@@ -183,6 +188,8 @@ export interface Visit {
   readonly fallback: FailureOutcome | undefined;
   /** This visit's own exchange ended while it waited on another's: its outcome still goes to the table. */
   readonly unpublished: Outcome | undefined;
+  /** The visit has asked the IdP: once is all a request ever asks. */
+  readonly asked: boolean;
 }
 
 export interface Step {
@@ -205,7 +212,9 @@ export function startVisit(ask: VisitAsk, settings: CacheSettings, hedgeMs: numb
     seen: proves(memoryEntry, ask.rejection, now.epoch) ? memoryEntry : undefined,
     rejection: ask.rejection,
     confirmed: false,
+    oversize: false,
     tableFailure: undefined,
+    tableHold: undefined,
     holds: { kind: 'unread' },
     watch: EMPTY_WATCH,
     mirror: undefined,
@@ -215,9 +224,11 @@ export function startVisit(ask: VisitAsk, settings: CacheSettings, hedgeMs: numb
     refresh: false,
     fallback: undefined,
     unpublished: undefined,
+    asked: false,
   };
   if (now.mono >= ask.deadline) return answer({ ...visit, situation: { kind: 'done' } }, deadlineOutcome(visit, now), now);
-  const mayExchange = decide(ask.memory, ask, now.epoch).act !== 'answer';
+  // The holds are read alongside only when memory would go to the IdP; a claim reads them later if it must.
+  const mayExchange = decide(ask.memory, ask, now.epoch).act === 'exchange';
   return {
     visit: mayExchange ? { ...visit, holds: { kind: 'reading' } } : visit,
     actions: mayExchange ? [{ kind: 'read' }, { kind: 'read-holds' }] : [{ kind: 'read' }],
@@ -303,12 +314,18 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
     ({ watch, verdict } = judge(watch, activity.claim, read, visit.ask.holder, now.epoch, leftOf(visit, now), visit.settings));
   }
   const decided = { ...visit, watch };
-  const busy = verdict === 'alive' || verdict === 'mark';
-  const plan = decide(tableView(decided, busy, now), decided.ask, now.epoch);
+  const busy = (verdict === 'alive' || verdict === 'mark') && !visit.oversize;
+  // A refresh under way by a holder this request would take over, were it waiting, is still the one refresh: nobody waits on it.
+  const refreshing = busy || verdict === 'dominated';
+  const plan = decide(tableView(decided, busy, now, refreshing), decided.ask, now.epoch);
   switch (plan.act) {
     case 'answer':
       return answerToken(decided, plan.entry, now);
     case 'fail':
+      // A hold the holds being read may lengthen waits for them, within the hedge.
+      if (decided.holds.kind === 'reading' && decided.situation.kind === 'reading') {
+        return nothing({ ...decided, situation: { ...decided.situation, read } });
+      }
       return failWith(decided, outcomeOf(decided, plan.failure, plan.cause, now), now);
     case 'wait': {
       const exchange = runningOf(decided.situation);
@@ -317,6 +334,10 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
       return verdict === 'mark' ? mark(waiting, read) : nothing(waiting);
     }
     case 'exchange': {
+      // Its own exchange failed while it waited, and the holder it waited for is gone: its own failure is the answer.
+      if (visit.asked) return answer(settled(decided), visit.fallback ?? deadlineOutcome(visit, now), now);
+      // A token too large to share goes to no waiter: each instance asks the IdP for its own.
+      if (visit.oversize) return withoutTable({ ...decided, refresh: plan.refresh }, now);
       const claim = activity?.kind === 'claim' && verdict !== undefined && verdict !== 'implausible' ? activity.claim : undefined;
       return claimKey({ ...decided, refresh: plan.refresh }, claim, now);
     }
@@ -327,17 +348,21 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
 function learn(visit: Visit, read: KeyRead, now: Now): Visit {
   const memo = read.state?.memo ?? EMPTY_MEMO;
   const rejection = laterRejection(visit.rejection, { at: memo.rejectedAt, own: false });
-  const candidates = [visit.seen, memo.kept ? copyOf(memo.kept) : undefined].filter(
+  const candidates = [visit.seen, memo.kept ? entryOf(memo.kept, visit.ask.instance) : undefined].filter(
     (entry): entry is Entry =>
       entry !== undefined && entry.receivedAt <= now.epoch + CLOCK_TOLERANCE_MS && keepable(entry.token) && proves(entry, rejection, now.epoch),
   );
-  const failure = [...(read.state?.ended ?? [])].reverse().find((ended) => ended.outcome.kind === 'failure')?.outcome;
+  // The last failure is the key's remembered one; a hold on the key stands beside it, never shortened by a later failure.
+  const failures = (read.state?.ended ?? []).flatMap((ended) => (ended.outcome.kind === 'failure' ? [ended.outcome.failure] : []));
+  const failure = failures.filter((one) => !isHold(one)).at(-1);
   return {
     ...visit,
     rejection,
     confirmed: true,
+    oversize: memo.oversizeUntil > now.epoch,
     seen: candidates.reduce<Entry | undefined>(newest, undefined),
-    tableFailure: failure?.kind === 'failure' ? fromFleet(failure.failure, now.epoch) : undefined,
+    tableFailure: fromFleet(failure, now.epoch),
+    tableHold: failures.filter(isHold).map((hold) => fromFleet(hold, now.epoch)).reduce(longer, undefined),
     mirror: read.state,
     item: read.expected,
   };
@@ -347,35 +372,39 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
 function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step | undefined {
   const ended = [...(state?.ended ?? [])].reverse().find((outcome) => waitedFor(visit.watch, outcome.holder, outcome.lineage));
   if (!ended) return undefined;
-  if (ended.outcome.kind === 'failure') return failWith(visit, outcomeOf(visit, ended.outcome.failure, 'exchange', now), now);
-  const entry = sharedToken(ended.outcome, state as KeyItem);
-  // A token that cannot be kept is for those who waited for it, not later arrivals; a no-cache request takes only a recent one.
-  if (!entry || (!keepable(entry.token) && entry.receivedAt < visit.ask.arrivedAt) || (visit.ask.noCache && !answersNoCache(entry, visit.ask))) {
-    return undefined;
+  if (ended.outcome.kind === 'failure') {
+    // A failure whose time is over is news of an exchange that ended before this request could share it.
+    if (ended.outcome.failure.until <= now.epoch) return undefined;
+    return failWith(visit, outcomeOf(visit, ended.outcome.failure, 'exchange', now), now);
   }
+  const entry = sharedToken(ended.outcome, state as KeyItem, visit.ask.instance);
+  // A token that cannot be kept is for those who waited for it, not later arrivals (another clock dated
+  // it, so within the clocks' tolerance); a no-cache request takes only a recent one.
+  const later = entry && !keepable(entry.token) && entry.receivedAt < visit.ask.arrivedAt - (entry.copy ? CLOCK_TOLERANCE_MS : 0);
+  if (!entry || later || (visit.ask.noCache && !answersNoCache(entry, visit.ask))) return undefined;
   return answer(settled(visit), { kind: 'token', entry, from: 'table' }, now);
 }
 
 /** The token an `answered` outcome gives its waiters: the item's kept one (as new or newer), its own, or none. */
-function sharedToken(outcome: Extract<SharedOutcome, { kind: 'answered' }>, state: KeyItem): Entry | undefined {
+function sharedToken(outcome: Extract<SharedOutcome, { kind: 'answered' }>, state: KeyItem, self: string): Entry | undefined {
   if (outcome.token === 'unshared') return undefined;
-  if (outcome.token !== 'kept') return copyOf(outcome.token);
+  if (outcome.token !== 'kept') return entryOf(outcome.token, self);
   const kept = state.memo.kept;
-  return kept && kept.receivedAt >= outcome.receivedAt ? copyOf(kept) : undefined;
+  return kept && kept.receivedAt >= outcome.receivedAt ? entryOf(kept, self) : undefined;
 }
 
 /** The key as memory and the table together show it. */
-function tableView(visit: Visit, busy: boolean, now: Now): KeyView {
+function tableView(visit: Visit, busy: boolean, now: Now, refreshing = busy): KeyView {
   const { memory } = visit.ask;
   const entry = visit.seen && served(visit.seen, now.epoch) ? visit.seen : undefined;
   const heldHere = visit.holds.kind === 'read' ? fromFleet(visit.holds.hold, now.epoch) : undefined;
   return {
     entry,
     failure: memory.failure ?? visit.tableFailure,
-    hold: longer(memory.hold, heldHere),
+    hold: [memory.hold, heldHere, visit.tableHold].reduce(longer, undefined),
     busy,
     // A copy is its receiver's to refresh early in the window (lifetime.ts, openToFleet).
-    refreshing: busy || memory.refreshing || (entry !== undefined && entry.copy && !openToFleet(entry, now.epoch)),
+    refreshing: refreshing || memory.refreshing || (entry !== undefined && entry.copy && !openToFleet(entry, now.epoch)),
   };
 }
 
@@ -385,11 +414,12 @@ function readFailed(visit: Visit, now: Now): Step {
   if (situation.kind !== 'waiting' || situation.pollAt !== undefined) return nothing(visit);
   // The holder may still put its outcome where the next poll sees it: poll on, and ask the IdP meanwhile.
   const polling: Visit = { ...visit, situation: { ...situation, pollAt: nextPoll(visit, now) } };
-  return situation.exchange ? nothing(polling) : startExchange(polling, now, true);
+  return situation.exchange || visit.asked ? nothing(polling) : startExchange(polling, now, true);
 }
 
 function holdsRead(visit: Visit, now: Now): Step {
   const { situation } = visit;
+  if (situation.kind === 'reading' && situation.read) return consider(visit, situation.read, now);
   return situation.kind === 'claimed' ? proceedAsHolder(visit, situation.claim, now) : nothing(visit);
 }
 
@@ -539,7 +569,10 @@ function nextPoll(visit: Visit, now: Now): MonoMs {
 // ---- The IdP --------------------------------------------------------------------------------------
 
 /** Ask the IdP from where the visit is: as the holder of its claim, or without one. */
-function startExchange(visit: Visit, now: Now, hedged: boolean): Step {
+function startExchange(before: Visit, now: Now, hedged: boolean): Step {
+  // A request that already had its own answer from the IdP answers with it, never asks twice.
+  if (before.asked) return answer(settled(before), before.fallback ?? deadlineOutcome(before, now), now);
+  const visit: Visit = { ...before, asked: true };
   const exchange: Running = { since: now.mono };
   const { situation } = visit;
   let next: Situation;
@@ -594,7 +627,7 @@ function exchanged(visit: Visit, result: ExchangeResult, now: Now): Step {
   if ('failure' in result && result.failure.code === 'unauthorized') {
     // A rejection voids every token of the key received before it, here first.
     const rejection: Rejection = { at: now.epoch, own: true };
-    known = { ...visit, rejection, seen: visit.seen && outlivesRejection(visit.seen, rejection) ? visit.seen : undefined };
+    known = { ...visit, rejection, seen: visit.seen && receivedSince(visit.seen, rejection) ? visit.seen : undefined };
   }
   const outcome: Outcome =
     'token' in result
@@ -638,11 +671,15 @@ function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefin
     const { entry } = outcome;
     const kept = shareable(entry, visit.settings) && entry.receivedAt > memo.rejectedAt;
     if (kept) memo = keeping(memo, entry);
+    if (tokenBytes(entry.token) > visit.settings.maxSharedTokenBytes) {
+      memo = { ...memo, oversizeUntil: epochMs(Math.max(memo.oversizeUntil, now.epoch + visit.settings.oversizeKnownMs)) };
+    }
     const inline = !keepable(entry.token) && tokenBytes(entry.token) <= visit.settings.inlineTokenBytes;
     const token = kept ? 'kept' : inline ? storedOf(entry) : 'unshared';
     const until = epochMs(now.epoch + visit.settings.upstreamTimeoutMs);
     ownEnded.push({ holder: visit.ask.holder, lineage, outcome: { kind: 'answered', receivedAt: entry.receivedAt, until, token } });
-  } else if (outcome.kind === 'failure' && outcome.cause !== 'deadline') {
+  } else if (outcome.kind === 'failure' && outcome.cause !== 'deadline' && (recorded ?? outcome.failure).until > now.epoch) {
+    // A failure whose time is over by now (its news came late) has nothing left to tell.
     ownEnded.push({ holder: visit.ask.holder, lineage, outcome: { kind: 'failure', failure: recorded ?? outcome.failure } });
   }
   // Another's claim stays; this visit's own is released.
@@ -684,7 +721,9 @@ function tick(visit: Visit, now: Now): Step {
   if (!visit.answered && now.mono >= visit.ask.deadline) return atDeadline(visit, now);
   switch (situation.kind) {
     case 'reading':
-      return now.mono >= situation.hedgeAt ? withoutTable(visit, now) : nothing(visit);
+      if (now.mono < situation.hedgeAt) return nothing(visit);
+      // The holds did not come within the hedge: the key's item decides alone.
+      return situation.read ? consider({ ...visit, holds: { kind: 'failed' } }, situation.read, now) : withoutTable(visit, now);
     case 'claiming':
       return !situation.exchange && now.mono >= situation.hedgeAt ? hedged(visit, now) : nothing(visit);
     case 'claimed':
@@ -840,7 +879,12 @@ function shareable(entry: Entry, settings: CacheSettings): boolean {
 
 /** The outcomes a write carries forward: those still of use to someone, the last few, and tokens of their own only while they fit. */
 function carried(visit: Visit, ended: readonly Ended[], now: Now): readonly Ended[] {
-  const live = ended.filter((outcome) => endsAt(outcome) + CLOCK_TOLERANCE_MS > now.epoch).slice(-visit.settings.kept.ended);
+  const live = ended.filter((outcome) => endsAt(outcome) + CLOCK_TOLERANCE_MS > now.epoch);
+  // Past the bound, the oldest go first, a hold last of all: no later outcome shortens it.
+  while (live.length > visit.settings.kept.ended) {
+    const drop = live.findIndex((outcome) => !(outcome.outcome.kind === 'failure' && isHold(outcome.outcome.failure)));
+    live.splice(drop < 0 ? 0 : drop, 1);
+  }
   let room = visit.settings.inlineTokenBytes;
   return live
     .reverse()

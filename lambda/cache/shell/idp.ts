@@ -1,4 +1,4 @@
-import type { Clock } from '../../clock';
+import { type Clock, type Deadline, epochMs } from '../../clock';
 import { ExchangeError } from '../../errors';
 import type { IdpToken } from '../../upstream/exchange';
 import type { ExchangeResult } from '../core/outcome';
@@ -7,13 +7,18 @@ import { isRemembered, remember } from '../core/rules';
 /** The IdP exchange of one request, bounded by the request's own deadline. */
 export type Exchange = () => Promise<IdpToken>;
 
-/** Ask the IdP: its token, or the failure the cache remembers; anything else is a bug, and is thrown. */
-export async function exchangeResult(exchange: Exchange, clock: Clock): Promise<ExchangeResult> {
+/**
+ * Ask the IdP as instance `instance`: its token, or the failure the cache remembers; anything else is
+ * a bug, and is thrown. A timeout is dated at the deadline that ended it, however late its news is
+ * handled (an instance frozen between invocations handles it when it thaws).
+ */
+export async function exchangeResult(exchange: Exchange, clock: Clock, instance: string, deadline: Deadline): Promise<ExchangeResult> {
   try {
     const token = await exchange();
-    return { token: { token, receivedAt: clock.epoch(), copy: false } };
+    return { token: { token, receivedAt: clock.epoch(), receivedBy: instance, copy: false } };
   } catch (error) {
     if (!(error instanceof ExchangeError) || !isRemembered(error)) throw error;
-    return { failure: remember(error, clock.epoch()) };
+    const late = error.code === 'upstream_timeout' ? Math.max(0, clock.mono() - deadline.at) : 0;
+    return { failure: remember(error, epochMs(clock.epoch() - late)) };
   }
 }

@@ -10,8 +10,10 @@ import type { PepperSource } from './pepper';
 import { holdItemKeys, type ItemKeys, openState, requestItemKeys, sealState } from './sealed-item';
 import { FAILED, type StoredItem, type Table, type TableCalls, type Written } from './table-calls';
 
-/** Everything the cache reads from the world besides its I/O: the clocks, timers, and names for claims. */
+/** Everything the cache reads from the world besides its I/O: the clocks, timers, its own name and names for claims. */
 export interface Runtime extends Clock {
+  /** This function instance's name, for the tokens it receives. */
+  readonly instance: string;
   /** A random name (12 base64url characters): a claim's holder, an item's revision. */
   id(): string;
 }
@@ -125,7 +127,7 @@ export class SharedTier {
             // The request went on without a table call that took longer than the hedge: the table's trouble.
             if (action.hedged) ask.report.tableError ??= 'TableSlow';
             const started = runtime.mono();
-            exchangeResult(ask.exchange, runtime).then(
+            exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline).then(
               (result) => {
                 this.idpAnswered(ask.tokenUrl, runtime.mono() - started);
                 feed({ kind: 'exchanged', result });
@@ -149,6 +151,7 @@ export class SharedTier {
             memory: ask.memory,
             rejection: ask.rejection,
             deadline: ask.deadline.at,
+            instance: runtime.instance,
             noCache: ask.noCache,
             arrivedAt: ask.arrivedAt,
             holder: runtime.id(),
@@ -179,7 +182,7 @@ export class SharedTier {
     if (plan.act === 'fail') return { kind: 'failure', failure: plan.failure, kept: undefined, rejection: 'unknown', scope, cause: plan.cause };
     if (plan.act === 'exchange' && plan.refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
-    const result = await exchangeResult(ask.exchange, runtime);
+    const result = await exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline);
     if ('token' in result) return { kind: 'token', entry: result.token, from: 'idp' };
     const cut = result.failure.code === 'upstream_timeout' && budgetMs < settings.upstreamTimeoutMs - settings.upstreamTimeoutMs / 25;
     return { kind: 'failure', failure: result.failure, kept: undefined, rejection: 'unknown', scope, cause: cut ? 'deadline' : 'exchange' };

@@ -4,7 +4,7 @@ import type { CredentialRequest } from '../../credentials/access-policy';
 import { ExchangeError, upstreamFailure } from '../../errors';
 import type { TokenRequest } from '../../request/token-request';
 import type { IdpToken } from '../../upstream/exchange';
-import { answerFrom, type Entry, keepable, newest } from '../core/lifetime';
+import { answerFrom, CLOCK_TOLERANCE_MS, type Entry, keepable, newest } from '../core/lifetime';
 import { MemoryTier, type Slot } from '../core/memory-tier';
 import type { Outcome } from '../core/outcome';
 import {
@@ -95,9 +95,11 @@ export class TokenCache {
         if (this.shared && found && this.lookDue(found, now)) return this.answer(await this.start(key, found, false, ask, request), ask, found);
         return this.answer({ kind: 'token', entry: plan.entry, from: 'memory' }, ask, found);
       case 'fail': {
-        // With the table, a stale token stands in only once the table shows the IdP has not rejected the key since.
-        if (this.shared && found && answerFailure(plan.failure, found.kept, found.rejection, ask, now).served === 'stale') {
-          return this.answer(await this.start(key, found, false, ask, request), ask, found);
+        // With the table, a failure or hold this instance remembers is answered once the table shows no kept
+        // token of the fleet's in its place, and a stale one stands in only once it shows no rejection since.
+        if (this.shared && !ask.noCache) {
+          const slot = found ?? this.memory.slot(key);
+          return this.answer(await this.start(key, slot, false, ask, request), ask, slot);
         }
         const [kept, rejection] = [found?.kept, found?.rejection ?? NO_REJECTION];
         return this.answer({ kind: 'failure', failure: plan.failure, kept, rejection, scope: 'key', cause: plan.cause }, ask, found);
@@ -138,7 +140,9 @@ export class TokenCache {
    */
   private again(outcome: Outcome, ask: CacheAsk): boolean {
     if (outcome.kind === 'failure' && outcome.cause === 'deadline') return !ask.deadline.passed();
-    if (outcome.kind === 'token' && !keepable(outcome.entry.token) && outcome.entry.receivedAt < ask.arrivedAt) return true;
+    if (outcome.kind === 'token' && !keepable(outcome.entry.token) && outcome.entry.receivedAt < ask.arrivedAt - (outcome.entry.copy ? CLOCK_TOLERANCE_MS : 0)) {
+      return true;
+    }
     if (!ask.noCache) return false;
     return outcome.kind === 'token' ? !answersNoCache(outcome.entry, ask) : outcome.cause === 'failure';
   }
@@ -176,7 +180,7 @@ export class TokenCache {
   private async fromIdp(ask: CacheAsk, slot: Slot, refresh: boolean, vouchedFor: boolean): Promise<Outcome> {
     if (refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
-    const result = await exchangeResult(ask.exchange, this.runtime);
+    const result = await exchangeResult(ask.exchange, this.runtime, this.runtime.instance, ask.deadline);
     if ('token' in result) return { kind: 'token', entry: result.token, from: 'idp' };
     const now = this.runtime.epoch();
     const { failure } = result;

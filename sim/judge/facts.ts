@@ -1,0 +1,583 @@
+import type { Answer, Asked, IdpCall, IdpPhase, SimKey, SimRecord, Tampering, Violation } from '../record';
+import {
+  EXPIRY_GUARD_MS,
+  HOLD_MAX_S,
+  HOLD_MIN_S,
+  HOLD_UNSAID_S,
+  ITEM_LIMIT_BYTES,
+  KEPT_OVER_MS,
+  PEPPER_SWITCH_MS,
+  PROOF_LIFETIMES,
+  REFRESH_FROM_LIFE_SHARE,
+  REFRESH_LEAD_MS,
+  SECOND_MS,
+  STALE_MARGIN_MIN_MS,
+  STALE_MARGIN_SHARE,
+  COPY_SAYS_LESS_MS,
+  FAILURE_REMEMBERED_MS,
+  REJECTION_REMEMBERED_MS,
+  WHOLE_DEADLINE_SHORTFALL_SHARE,
+} from './contract';
+import { listIn, Moments } from './moments';
+
+// What every invariant reads, derived once from the record: keys, requests and calls by id, the tokens
+// and their life, the holds, who could know what when, and the trouble that excuses. Nothing here is
+// the cache's: each rule is the contract's, and each window is sized by the record's own clock spread.
+
+/** A demand ("the cache must have known") is judged on what was surely so; an excuse on what possibly was. */
+export type Certainty = 'surely' | 'possibly';
+
+/** A token's life by "Lifetime", in ms of age: a kept one has its phases; another only its end, if numeric. */
+export type Life =
+  | {
+      readonly kept: true;
+      readonly lifeMs: number;
+      /** Refresh ahead opens; its middle, from which the fleet refreshes; stale. */
+      readonly refreshMs: number;
+      readonly middleMs: number;
+      readonly staleMs: number;
+    }
+  | { readonly kept: false; readonly lifeMs: number | undefined };
+
+/** A token the IdP issued: at its call's end, received by the instance that made the call. */
+export interface Issued {
+  readonly token: string;
+  readonly key: SimKey;
+  readonly call: IdpCall;
+  readonly receiver: string;
+  readonly issuedAt: number;
+  readonly life: Life;
+}
+
+/** A request that got an answer. */
+export interface Answered {
+  readonly asked: Asked;
+  readonly key: SimKey;
+  readonly answer: Answer;
+}
+
+/** A 200 and the token it carried, which the IdP issued (answers with any other token are the `issued` invariant's). */
+export interface Served extends Answered {
+  readonly issued: Issued;
+}
+
+/** A throttle's hold: earned at `from` by `source` on `instance`, in force until `until`. */
+export interface Hold {
+  readonly call: IdpCall;
+  readonly source: SimKey;
+  readonly instance: string;
+  readonly from: number;
+  readonly until: number;
+  readonly retryAfterS: number;
+  /** When the request that earned it was answered: the hold was published to the fleet by then. */
+  readonly told: number | undefined;
+  /** Whether the source's secret was proven when the hold was earned ("The IdP asks to wait"). */
+  readonly proven: Readonly<Record<Certainty, boolean>>;
+}
+
+/** An instance that held a claim on a key and stopped renewing it: it died, or its writes no longer landed. */
+export interface StoppedHolder {
+  readonly instance: string;
+  readonly at: number;
+  readonly died: boolean;
+}
+
+/** How long an IdP call's outcome is remembered for its key ("Remembered failures"); a token or a throttle: not at all. */
+export function rememberedMs(call: IdpCall, T: number): number {
+  switch (call.outcome) {
+    case 'unauthorized':
+      return REJECTION_REMEMBERED_MS;
+    case 'error':
+      return FAILURE_REMEMBERED_MS;
+    case 'timeout':
+      return wholeDeadline(call, T) ? FAILURE_REMEMBERED_MS : 0;
+    default:
+      return 0;
+  }
+}
+
+/** A timeout given the whole deadline: one given less was "cut short by the request's own deadline" and is never remembered. */
+export function wholeDeadline(call: IdpCall, T: number): boolean {
+  return call.budgetMs >= T - T * WHOLE_DEADLINE_SHORTFALL_SHARE;
+}
+
+/** `expires_in` as a number of seconds: a number, or a string of digits ("Lifetime": "a numeric `expires_in`"). */
+export function secondsOf(value: unknown): number | undefined {
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  if (typeof value === 'string' && /^\d+$/.test(value)) return Number(value);
+  return undefined;
+}
+
+export function lifeOf(expiresIn: unknown): Life {
+  const seconds = secondsOf(expiresIn);
+  if (seconds === undefined) return { kept: false, lifeMs: undefined };
+  const lifeMs = seconds * SECOND_MS;
+  if (!(lifeMs > KEPT_OVER_MS)) return { kept: false, lifeMs };
+  const staleMs = lifeMs - Math.max(STALE_MARGIN_MIN_MS, STALE_MARGIN_SHARE * lifeMs);
+  // A window that would open after the token goes stale is empty (35 s tokens: stale at 5 s).
+  const refreshMs = Math.min(staleMs, Math.max(lifeMs * REFRESH_FROM_LIFE_SHARE, staleMs - REFRESH_LEAD_MS));
+  return { kept: true, lifeMs, refreshMs, middleMs: (refreshMs + staleMs) / 2, staleMs };
+}
+
+/** What `TOKEN_CACHE=off` would answer a request for `key` that arrived in `phase`, with `deadlineMs` to wait. */
+function offStatuses(phase: IdpPhase, key: SimKey, deadlineMs: number): ReadonlySet<number> {
+  // The record says of a wrong secret: rejected "unless the IdP is throttling everyone or failing".
+  const status = { token: key.authentic ? 200 : 401, reject: 401, throttle: 503, error: 502 }[phase.answer.kind];
+  if (phase.maxMs <= deadlineMs) return new Set([status]);
+  if (phase.minMs > deadlineMs) return new Set([504]);
+  return new Set([status, 504]);
+}
+
+export class Facts {
+  readonly T: number;
+  /** Max skew less min skew over the record's instances: how far one's fact may take effect early or late on another. */
+  readonly spread: number;
+  readonly shared: boolean;
+  readonly keys = new Map<string, SimKey>();
+  readonly requests = new Map<number, Asked>();
+  readonly answers = new Map<number, Answer>();
+  /** Answered requests, in the order of their answers. */
+  readonly answered: Answered[] = [];
+  /** The 200s whose token the IdP issued, in the order of their answers. */
+  readonly served: Served[] = [];
+  /** Requests never answered. */
+  readonly unanswered: Asked[] = [];
+  /** IdP calls, in the order they were sent. */
+  readonly calls: IdpCall[] = [];
+  readonly tokens = new Map<string, Issued>();
+  readonly holds: Hold[] = [];
+  /** What the record names and does not hold (a request of no key, an answer to no request): nothing else can judge it. */
+  readonly dangling: Violation[] = [];
+
+  private readonly instances = new Map<string, { readonly skewMs: number; readonly diedAt: number | undefined }>();
+  private readonly callsByKey = new Map<string, IdpCall[]>();
+  private readonly callsByRequest = new Map<number, IdpCall[]>();
+  private readonly ended = new Map<string, Moments<IdpCall>>();
+  private readonly tokensByKey = new Map<string, Moments<Issued>>();
+  private readonly longestLife = new Map<string, number>();
+  /** When each instance first answered each token: token, then instance. */
+  private readonly firstServed = new Map<string, Map<string, number>>();
+  private readonly servedBy = new Map<string, Served[]>();
+  private readonly tableFaults = new Map<string, Moments<string>>();
+  private readonly pepperSpans = new Map<string, { from: number; to: number }[]>();
+  private readonly tamperings = new Map<string, Moments<Tampering>>();
+  private readonly ttlDeletions = new Map<string, Moments>();
+  private readonly rotations: Moments;
+  private readonly stopped = new Map<string, Moments<StoppedHolder>>();
+  private readonly phases: readonly IdpPhase[];
+  private readonly sent: Moments<IdpCall>;
+  private readonly allTamperings: Moments<Tampering>;
+  private readonly noCacheMisses = new Map<string, Moments<Answered>>();
+  private readonly holdsByClient = new Map<string, Moments<Hold>>();
+  private readonly holdsByCall = new Map<IdpCall, Hold>();
+
+  constructor(readonly record: SimRecord) {
+    this.T = record.upstreamTimeoutMs;
+    this.shared = record.cache === 'shared';
+    const skews = record.instances.map((instance) => instance.skewMs);
+    this.spread = skews.length > 0 ? Math.max(...skews) - Math.min(...skews) : 0;
+    for (const instance of record.instances) this.instances.set(instance.name, instance);
+    for (const key of record.keys) this.keys.set(key.id, key);
+    this.phases = [...record.idpPhases].sort((a, b) => a.from - b.from);
+    this.rotations = Moments.of(record.rotations);
+    this.allTamperings = new Moments(record.tamperings.map((tampering) => ({ at: tampering.at, what: tampering })));
+    this.indexRequests();
+    const throttles = this.indexCalls();
+    this.sent = new Moments(this.calls.map((call) => ({ at: call.sentAt, what: call })));
+    this.indexServed();
+    this.indexTrouble();
+    // Last: whom a hold covers depends on what its instance knew, which reads everything above.
+    this.indexHolds(throttles);
+  }
+
+  // ---- keys, requests, calls, tokens ----
+
+  callsFor(key: string): readonly IdpCall[] {
+    return this.callsByKey.get(key) ?? [];
+  }
+
+  callsOf(request: number): readonly IdpCall[] {
+    return this.callsByRequest.get(request) ?? [];
+  }
+
+  /** Calls sent in [from, to]. */
+  sentWithin(from: number, to: number): IdpCall[] {
+    return this.sent.within(from, to);
+  }
+
+  /** Calls for `key` that ended in [from, to]. */
+  endedWithin(key: string, from: number, to: number): IdpCall[] {
+    return this.ended.get(key)?.within(from, to) ?? [];
+  }
+
+  /** Tokens of `key` issued in [from, to], oldest first. */
+  tokensWithin(key: string, from: number, to: number): Issued[] {
+    return this.tokensByKey.get(key)?.within(from, to) ?? [];
+  }
+
+  /** Tokens of `key` a kept copy of which may still live at `at` (issued no longer than its longest life ago). */
+  tokensAlive(key: string, at: number, lifetimes = 1): Issued[] {
+    return this.tokensWithin(key, at - lifetimes * (this.longestLife.get(key) ?? 0) - this.spread, at);
+  }
+
+  /** The answers that carried `token`. */
+  servedWith(token: string): readonly Served[] {
+    return this.servedBy.get(token) ?? [];
+  }
+
+  deadline(asked: Asked): number {
+    return asked.arrivedAt + this.T;
+  }
+
+  /** How far a fact dated by `writer` may take effect early or late on `reader`: exact on one clock. */
+  slack(writer: string, reader: string): number {
+    return writer === reader ? 0 : this.spread;
+  }
+
+  /** What `TOKEN_CACHE=off` would answer a request for `key` arriving at `at`, with `deadlineMs` to wait. */
+  off(key: SimKey, at: number, deadlineMs = this.T): ReadonlySet<number> {
+    let phase: IdpPhase | undefined;
+    for (const candidate of this.phases) if (candidate.from <= at) phase = candidate;
+    return phase ? offStatuses(phase, key, deadlineMs) : new Set();
+  }
+
+  /** Whether `off` would surely answer `status`. */
+  offSurely(key: SimKey, at: number, status: number, deadlineMs = this.T): boolean {
+    const statuses = this.off(key, at, deadlineMs);
+    return statuses.size === 1 && statuses.has(status);
+  }
+
+  // ---- who knew what, when ----
+
+  /** Whether `instance` answered `token` before `before`. */
+  answeredWith(instance: string, token: string, before: number): boolean {
+    const first = this.firstServed.get(token)?.get(instance);
+    return first !== undefined && first < before;
+  }
+
+  diedAt(instance: string): number | undefined {
+    return this.instances.get(instance)?.diedAt;
+  }
+
+  /** No-cache requests for `key` answered `miss` with a token issued in [from, to] (by the token's issue). */
+  noCacheMissesWithin(key: string, from: number, to: number): Answered[] {
+    return this.noCacheMisses.get(key)?.within(from, to) ?? [];
+  }
+
+  /**
+   * When the fleet could surely read a token from the table: its receiver answered the request that got it
+   * with no faulty table call or pepper read in between ("Every outcome a request meets is published").
+   */
+  publishedAt(issued: Issued): number | undefined {
+    if (!this.shared || !issued.life.kept || issued.call.bytes > ITEM_LIMIT_BYTES) return undefined;
+    const told = this.answers.get(issued.call.request)?.answeredAt;
+    // Trouble anywhere in the request that got it: a visit that began without the table never publishes.
+    const asked = this.record.requests[issued.call.request]?.arrivedAt ?? issued.call.sentAt;
+    if (told === undefined || this.troubled(issued.receiver, asked, told)) return undefined;
+    return told;
+  }
+
+  /** Whether the table surely kept what was published in `key`'s item over [from, to]: no one touched it and the pepper stood. */
+  intact(key: string, from: number, to: number): boolean {
+    return !this.tampered(key, from, to) && !this.ttlDeleted(key, from, to) && !this.rotated(from - PEPPER_SWITCH_MS, to);
+  }
+
+  /**
+   * Whether `instance` surely held `issued` for a request that arrived at `arrivedAt`, until `until`:
+   * in memory (it received or answered the token before), or (`shared`) from the table, published
+   * before, untouched since, and read by an instance whose table and pepper answered all along.
+   */
+  heldSurely(instance: string, issued: Issued, arrivedAt: number, until: number): 'memory' | 'table' | undefined {
+    if (!issued.life.kept) return undefined;
+    if ((issued.receiver === instance && issued.issuedAt < arrivedAt) || this.answeredWith(instance, issued.token, arrivedAt))
+      return 'memory';
+    const published = this.publishedAt(issued);
+    if (published === undefined || !(published < arrivedAt)) return undefined;
+    if (!this.intact(issued.key.id, published, until) || this.troubled(instance, arrivedAt, until)) return undefined;
+    return 'table';
+  }
+
+  /**
+   * A 401 for `key` that ended in (after, upTo] and that `instance` may have learnt of: with `memory`,
+   * its own; with `shared`, any (the demand that a token be used gives way to any 401 it may know).
+   */
+  rejectedAfter(key: string, instance: string, after: number, upTo: number): IdpCall | undefined {
+    return this.endedWithin(key, after, upTo).find(
+      (call) => call.outcome === 'unauthorized' && call.endedAt > after && (this.shared || call.instance === instance),
+    );
+  }
+
+  /** The age at which a token stops being served to `instance`: its receiver 5 s before expiry, a copy 5 s sooner ("Clocks"). */
+  servingLimitMs(issued: Issued, instance: string): number | undefined {
+    const { lifeMs } = issued.life;
+    if (lifeMs === undefined) return undefined;
+    return lifeMs - EXPIRY_GUARD_MS - (issued.receiver === instance ? 0 : COPY_SAYS_LESS_MS);
+  }
+
+  /** Whether `instance` had an answer from the table to a read sent in [from, to]. */
+  readTable(instance: string, from: number, to: number): boolean {
+    return this.record.table.some((call) => call.instance === instance && call.op === 'get' && call.answeredAt !== undefined && call.sentAt >= from && call.sentAt <= to);
+  }
+
+  // ---- trouble ----
+
+  /** Whether `instance` had a table call with a fault sent in [from, to] (on `item` when given), or a pepper read with one. */
+  troubled(instance: string, from: number, to: number, item?: string): boolean {
+    return this.tableFault(instance, from, to, item) || this.pepperFault(instance, from, to);
+  }
+
+  pepperFault(instance: string, from: number, to: number): boolean {
+    return (this.pepperSpans.get(instance) ?? []).some((span) => span.from <= to && span.to >= from);
+  }
+
+  tableFault(instance: string, from: number, to: number, item?: string): boolean {
+    const items = this.tableFaults.get(instance)?.within(from, to) ?? [];
+    return item === undefined ? items.length > 0 : items.includes(item);
+  }
+
+  /** Adversary writes to `item` in [from, to] (only those `which` accepts). */
+  tampered(item: string, from: number, to: number, which: (tampering: Tampering) => boolean = () => true): boolean {
+    return (this.tamperings.get(item)?.within(from, to) ?? []).some(which);
+  }
+
+  /** Adversary writes in [from, to] to any item `which` names. */
+  tamperedItems(which: (item: string) => boolean, from: number, to: number): boolean {
+    return this.allTamperings.within(from, to).some((tampering) => which(tampering.item));
+  }
+
+  ttlDeleted(item: string, from: number, to: number): boolean {
+    return this.ttlDeletions.get(item)?.any(from, to) ?? false;
+  }
+
+  rotated(from: number, to: number): boolean {
+    return this.rotations.any(from, to);
+  }
+
+  /** Instances that stopped renewing a claim on `key` in [from, to] ("A dead holder": "it died, or its writes no longer land"). */
+  stoppedHolders(key: string, from: number, to: number): StoppedHolder[] {
+    return this.stopped.get(key)?.within(from, to) ?? [];
+  }
+
+  // ---- holds ----
+
+  /** The hold a throttled call earned. */
+  holdOf(call: IdpCall): Hold | undefined {
+    return this.holdsByCall.get(call);
+  }
+
+  /** Holds earned in [from, to] for `key`'s client id and token URL, the only ones that may cover it. */
+  holdsWithin(key: SimKey, from: number, to: number): Hold[] {
+    return this.holdsByClient.get(clientOf(key))?.within(from, to) ?? [];
+  }
+
+  /** Holds that may be in force at `at` for `key`: earned by then, and not ended by any clock. */
+  holdsAround(key: SimKey, at: number): Hold[] {
+    return this.holdsWithin(key, at - HOLD_MAX_S * SECOND_MS - this.spread, at);
+  }
+
+  /** Whether `hold` covers requests for `key` ("The IdP asks to wait"). */
+  covers(hold: Hold, key: SimKey, certainty: Certainty): boolean {
+    const { source } = hold;
+    if (key.id === source.id) return true;
+    if (key.client !== source.client || key.tokenUrl !== source.tokenUrl) return false;
+    switch (source.kind) {
+      case 'assertion':
+        return key.kind === 'assertion';
+      case 'credential':
+        return false;
+      case 'secret':
+        return hold.proven[certainty];
+    }
+  }
+
+  /** An item whose loss or replay can hide a hold: the source's own, or a hold item naming its client or credential. */
+  holdItem(item: string, source: SimKey): boolean {
+    if (item === source.id) return true;
+    const scope = item.startsWith('hold:') ? item.slice('hold:'.length) : undefined;
+    return scope !== undefined && (scope.includes(source.client) || (source.credential !== undefined && scope.includes(source.credential)));
+  }
+
+  private indexRequests(): void {
+    for (const asked of this.record.requests) {
+      if (!this.keys.has(asked.key) || !this.instances.has(asked.instance)) {
+        this.dangle(asked.arrivedAt, `request ${asked.id} names key ${asked.key} on ${asked.instance}, which the record does not hold`);
+      } else this.requests.set(asked.id, asked);
+    }
+    for (const answer of [...this.record.answers].sort((a, b) => a.answeredAt - b.answeredAt)) {
+      const asked = this.requests.get(answer.request);
+      if (!asked) this.dangle(answer.answeredAt, `an answer to request ${answer.request}, which the record does not hold`);
+      else if (this.answers.has(asked.id)) this.dangle(answer.answeredAt, `request ${asked.id} answered twice`);
+      else {
+        this.answers.set(asked.id, answer);
+        this.answered.push({ asked, key: this.keys.get(asked.key) as SimKey, answer });
+      }
+    }
+    for (const asked of this.requests.values()) if (!this.answers.has(asked.id)) this.unanswered.push(asked);
+  }
+
+  /** Calls by key and request, and the tokens they issued; returns the throttles, whose holds come last. */
+  private indexCalls(): [IdpCall, SimKey][] {
+    const endings = new Map<string, { at: number; what: IdpCall }[]>();
+    const issuedByKey = new Map<string, Issued[]>();
+    const throttles: [IdpCall, SimKey][] = [];
+    for (const call of [...this.record.idp].sort((a, b) => a.sentAt - b.sentAt)) {
+      const key = this.keys.get(call.key);
+      if (!key) {
+        this.dangle(call.sentAt, `IdP call ${call.id} names key ${call.key}, which the record does not hold`);
+        continue;
+      }
+      this.calls.push(call);
+      listIn(this.callsByKey, call.key).push(call);
+      listIn(this.callsByRequest, call.request).push(call);
+      listIn(endings, call.key).push({ at: call.endedAt, what: call });
+      if (call.outcome === 'token') this.issue(call, key, issuedByKey);
+      if (call.outcome === 'throttled') throttles.push([call, key]);
+    }
+    for (const [key, list] of endings) this.ended.set(key, new Moments(list));
+    for (const [key, list] of issuedByKey)
+      this.tokensByKey.set(key, new Moments(list.map((issued) => ({ at: issued.issuedAt, what: issued }))));
+    return throttles;
+  }
+
+  /** Who answered which token when, and the no-cache misses that replace a key's kept token. */
+  private indexServed(): void {
+    const misses = new Map<string, { at: number; what: Answered }[]>();
+    for (const answered of this.answered) {
+      const issued = answered.answer.status === 200 ? this.tokens.get(answered.answer.token ?? '') : undefined;
+      if (!issued) continue;
+      const served = { ...answered, issued };
+      this.served.push(served);
+      listIn(this.servedBy, issued.token).push(served);
+      let byInstance = this.firstServed.get(issued.token);
+      if (!byInstance) this.firstServed.set(issued.token, (byInstance = new Map()));
+      if (!byInstance.has(served.asked.instance)) byInstance.set(served.asked.instance, served.answer.answeredAt);
+      if (served.asked.noCache && served.answer.header === 'miss')
+        listIn(misses, served.key.id).push({ at: issued.issuedAt, what: served });
+    }
+    for (const [key, list] of misses) this.noCacheMisses.set(key, new Moments(list));
+  }
+
+  /** Faulty table calls and pepper reads, adversary writes, TTL deletions, and claim holders that stopped. */
+  private indexTrouble(): void {
+    const faults = new Map<string, { at: number; what: string }[]>();
+    const stopped = new Map<string, { at: number; what: StoppedHolder }[]>();
+    for (const call of this.record.table) {
+      if (call.fault === 'none') continue;
+      listIn(faults, call.instance).push({ at: call.sentAt, what: call.item });
+      // A claim's renewal that never landed: "its writes no longer land".
+      if (call.op === 'put' && call.landedAt === undefined && (call.fault === 'error' || call.fault === 'hang'))
+        listIn(stopped, call.item).push({ at: call.sentAt, what: { instance: call.instance, at: call.sentAt, died: false } });
+    }
+    for (const [instance, list] of faults) this.tableFaults.set(instance, new Moments(list));
+    // A faulty read of the pepper leaves its instance without one until a later read answers.
+    const pepper = new Map<string, { from: number; to: number }[]>();
+    for (const read of [...this.record.pepper].sort((a, b) => a.sentAt - b.sentAt)) {
+      const spans = listIn(pepper, read.instance);
+      const open = spans.at(-1);
+      if (read.fault !== 'none') {
+        if (!open || open.to !== Infinity) spans.push({ from: read.sentAt, to: Infinity });
+      } else if (open && open.to === Infinity && read.answeredAt !== undefined) open.to = read.answeredAt;
+    }
+    for (const [instance, spans] of pepper) this.pepperSpans.set(instance, spans);
+    const tampered = new Map<string, { at: number; what: Tampering }[]>();
+    for (const tampering of this.record.tamperings) listIn(tampered, tampering.item).push({ at: tampering.at, what: tampering });
+    for (const [item, list] of tampered) this.tamperings.set(item, new Moments(list));
+    const deleted = new Map<string, number[]>();
+    for (const deletion of this.record.deletions) listIn(deleted, deletion.item).push(deletion.at);
+    for (const [item, list] of deleted) this.ttlDeletions.set(item, Moments.of(list));
+    // A holder of a key's claim is, seen from outside, an instance that died with a request for the key open on it.
+    const deaths = new Set<string>();
+    for (const asked of this.unanswered) {
+      const died = this.instances.get(asked.instance)?.diedAt;
+      const once = `${asked.instance} ${asked.key}`;
+      if (died === undefined || died < asked.arrivedAt || deaths.has(once)) continue;
+      deaths.add(once);
+      listIn(stopped, asked.key).push({ at: died, what: { instance: asked.instance, at: died, died: true } });
+    }
+    for (const [item, list] of stopped) this.stopped.set(item, new Moments(list));
+  }
+
+  private indexHolds(throttles: readonly [IdpCall, SimKey][]): void {
+    const byClient = new Map<string, { at: number; what: Hold }[]>();
+    for (const [call, key] of throttles) {
+      const hold = this.holdFrom(call, key);
+      this.holds.push(hold);
+      this.holdsByCall.set(call, hold);
+      listIn(byClient, clientOf(key)).push({ at: hold.from, what: hold });
+    }
+    for (const [client, list] of byClient) this.holdsByClient.set(client, new Moments(list));
+  }
+
+  private issue(call: IdpCall, key: SimKey, issuedByKey: Map<string, Issued[]>): void {
+    if (call.token === undefined) {
+      this.dangle(call.endedAt, `IdP call ${call.id} issued a token without naming it`);
+      return;
+    }
+    if (this.tokens.has(call.token)) {
+      this.dangle(call.endedAt, `token ${call.token} issued twice`);
+      return;
+    }
+    const issued: Issued = { token: call.token, key, call, receiver: call.instance, issuedAt: call.endedAt, life: lifeOf(call.expiresIn) };
+    this.tokens.set(call.token, issued);
+    listIn(issuedByKey, key.id).push(issued);
+    this.longestLife.set(key.id, Math.max(this.longestLife.get(key.id) ?? 0, issued.life.lifeMs ?? 0));
+  }
+
+  private holdFrom(call: IdpCall, source: SimKey): Hold {
+    const retryAfterS = Math.min(HOLD_MAX_S, Math.max(HOLD_MIN_S, call.retryAfterS ?? HOLD_UNSAID_S));
+    const from = call.endedAt;
+    const proven = (certainty: Certainty) => source.kind === 'secret' && this.proven(source, call, certainty);
+    return {
+      call,
+      source,
+      instance: call.instance,
+      from,
+      until: from + retryAfterS * SECOND_MS,
+      retryAfterS,
+      told: this.answers.get(call.request)?.answeredAt,
+      proven: { surely: proven('surely'), possibly: proven('possibly') },
+    };
+  }
+
+  /**
+   * Whether the instance a throttle answered knew its key proven: "a request whose key has a kept token
+   * (fresh, stale or expired less than one lifetime ago)" and no 401 since. Surely: it held the token
+   * (as `heldSurely`), by every clock, and no 401 it may have learnt of came after. Possibly: it may
+   * have read the token from the table, by some clock, and got no 401 for it itself.
+   */
+  private proven(source: SimKey, throttle: IdpCall, certainty: Certainty): boolean {
+    const { instance, endedAt: at } = throttle;
+    const arrivedAt = this.requests.get(throttle.request)?.arrivedAt ?? throttle.sentAt;
+    return this.tokensAlive(source.id, at, PROOF_LIFETIMES).some((issued) => {
+      if (!issued.life.kept) return false;
+      const slack = this.slack(issued.receiver, instance);
+      const provesUntil = issued.issuedAt + PROOF_LIFETIMES * issued.life.lifeMs;
+      if (certainty === 'surely') {
+        return (
+          provesUntil > at + slack &&
+          this.rejectedAfter(source.id, instance, issued.issuedAt, at) === undefined &&
+          this.heldSurely(instance, issued, arrivedAt, at) !== undefined
+        );
+      }
+      const ownRejection = this.endedWithin(source.id, issued.issuedAt, at).some(
+        (call) => call.outcome === 'unauthorized' && call.instance === instance && call.endedAt > issued.issuedAt,
+      );
+      const mayKnow = this.shared || issued.receiver === instance || this.answeredWith(instance, issued.token, at);
+      return provesUntil > at - slack && !ownRejection && mayKnow;
+    });
+  }
+
+  private dangle(at: number, detail: string): void {
+    this.dangling.push({ rule: 'record', at, detail });
+  }
+}
+
+/** "that token URL (the whole URL, query included) for that client id". */
+function clientOf(key: SimKey): string {
+  return `${key.client}\n${key.tokenUrl}`;
+}
+
+/** A request in a few words, for a violation's detail. */
+export function describe(asked: Asked): string {
+  return `request ${asked.id} (${asked.key} on ${asked.instance}${asked.noCache ? ', no-cache' : ''}, arrived ${asked.arrivedAt})`;
+}

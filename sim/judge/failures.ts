@@ -1,0 +1,196 @@
+import type { IdpOutcome } from '../record';
+import {
+  CLOCKS_APART_MS,
+  ITEM_LIMIT_BYTES,
+  DEAD_HOLDER_DELAY_MS,
+  ERROR_CODES,
+  FAILURE_REMEMBERED_MS,
+  NO_CACHE_MAX_AGE_MS,
+  PEPPER_SWITCH_MS,
+  REJECTION_REMEMBERED_MS,
+  STATUS_OF,
+  TAKE_OVER_SHARE,
+} from './contract';
+import { type Answered, describe, type Facts, type Issued, rememberedMs } from './facts';
+import { type Invariant, invariant } from './invariant';
+
+// What an error, or a stale token in its place, must be: never a remembered failure for a no-cache
+// request, never a stale token a 401 ended, never an error while a usable kept token exists, never
+// worse than `TOKEN_CACHE=off` without the contract's own excuse, and for a caller's own assertion
+// only what its own call got.
+
+/** The IdP outcome behind each error status but the hold's 503 (the `hold earned` invariant's). */
+const FAILURE_OF: Readonly<Partial<Record<number, IdpOutcome>>> = { 401: 'unauthorized', 502: 'error', 504: 'timeout' };
+
+/**
+ * Whether a request met the failure it answers: its own call's, one it shared, or one remembered.
+ * Shared: a call for its key that ended while it waited (with `memory`, one already running on its
+ * instance when it came; with `shared`, any: a request that lost the race for the table's claim by a
+ * few ms waits on an exchange sent just after it arrived). A shared timeout counts only for a request
+ * whose deadline ends no more than a fifth of the deadline after that call's request's (Bursts).
+ * Remembered: 5 s for a 401, 1 s for any other, by the writer's clock, never for a no-cache request.
+ */
+function metFailure(facts: Facts, { asked, answer, key }: Answered, outcome: IdpOutcome): boolean {
+  const remember = outcome === 'unauthorized' ? REJECTION_REMEMBERED_MS : FAILURE_REMEMBERED_MS;
+  return facts.endedWithin(key.id, asked.arrivedAt - remember - facts.spread, answer.answeredAt).some((call) => {
+    if (call.outcome !== outcome) return false;
+    if (call.request === asked.id) return true;
+    if (!facts.shared && call.instance !== asked.instance) return false;
+    if (call.endedAt >= asked.arrivedAt) {
+      const waited = facts.shared || call.sentAt <= asked.arrivedAt;
+      const leader = facts.requests.get(call.request);
+      const takesOver =
+        outcome === 'timeout' && leader !== undefined && facts.deadline(asked) > facts.deadline(leader) + facts.T * TAKE_OVER_SHARE;
+      return waited && !takesOver;
+    }
+    const kept = rememberedMs(call, facts.T);
+    return !asked.noCache && kept > 0 && call.endedAt >= asked.arrivedAt - kept - facts.slack(call.instance, asked.instance);
+  });
+}
+
+/** A token issued within the clocks' 5 s after a 401 another instance got: it may be denied standing in (see CLOCKS_APART_MS). */
+function closeAfterRejection(facts: Facts, issued: Issued): boolean {
+  return facts
+    .endedWithin(issued.key.id, issued.issuedAt - CLOCKS_APART_MS, issued.issuedAt)
+    .some((call) => call.outcome === 'unauthorized' && call.instance !== issued.receiver);
+}
+
+export const failureInvariants: readonly Invariant[] = [
+  invariant(
+    'no-cache',
+    '`cache-control: no-cache`: "it gets no token received more than 5 s before it arrived and no remembered failure ... If the IdP gives none, the error (no stale token)."',
+    (facts, flag) => {
+      for (const answered of facts.answered) {
+        const { asked, answer, key } = answered;
+        if (!asked.noCache || key.kind === 'assertion') continue;
+        if (answer.status === 200) {
+          const issued = facts.tokens.get(answer.token ?? '');
+          if (answer.header === 'stale') flag(answer.answeredAt, `${describe(asked)} got a stale token`);
+          else if (issued && asked.arrivedAt - issued.issuedAt > NO_CACHE_MAX_AGE_MS + facts.slack(issued.receiver, asked.instance))
+            flag(
+              answer.answeredAt,
+              `${describe(asked)} got ${issued.token}, issued ${asked.arrivedAt - issued.issuedAt} ms before it arrived`,
+            );
+          continue;
+        }
+        const outcome = FAILURE_OF[answer.status];
+        // A 504 at its own deadline is its own timeout, not a remembered one: whether it was due is `worse than off`'s.
+        if (outcome === undefined || (outcome === 'timeout' && answer.answeredAt - asked.arrivedAt >= facts.T)) continue;
+        const met = facts
+          .endedWithin(key.id, asked.arrivedAt, answer.answeredAt)
+          .some((call) => call.outcome === outcome && (facts.shared || call.instance === asked.instance));
+        if (!met) flag(answer.answeredAt, `${describe(asked)} got ${answer.status} from no IdP call that ended after it arrived`);
+      }
+    },
+  ),
+  invariant(
+    '401 outlived',
+    'Stale if error: "A `401` ends stale-if-error for its key everywhere: no instance ever again answers `stale` with a token of that key received before the `401` ... (An old copy of an item written back ... can bring an old token back until it expires ...)"; Clocks: "no `401` is outlived".',
+    (facts, flag) => {
+      for (const { asked, answer, key, issued } of facts.served) {
+        if (answer.header !== 'stale') continue;
+        const rejection = facts.endedWithin(key.id, issued.issuedAt, answer.answeredAt).find((call) => {
+          if (call.outcome !== 'unauthorized' || !(call.endedAt > issued.issuedAt)) return false;
+          // The 401 binds its own instance from its end, and the fleet from the answer it was published before.
+          const told = facts.answers.get(call.request)?.answeredAt;
+          const replayed = facts.tampered(
+            key.id,
+            call.endedAt,
+            answer.answeredAt,
+            (tampering) => tampering.action === 'replay' && (tampering.of === undefined || tampering.of < (told ?? Infinity)),
+          );
+          if (replayed) return false;
+          if (call.instance === asked.instance) return answer.answeredAt > call.endedAt;
+          return (
+            facts.shared &&
+            told !== undefined &&
+            asked.arrivedAt > told &&
+            !facts.troubled(call.instance, call.endedAt, told) &&
+            !facts.rotated(answer.answeredAt - PEPPER_SWITCH_MS, answer.answeredAt)
+          );
+        });
+        if (rejection)
+          flag(
+            answer.answeredAt,
+            `${describe(asked)} got ${issued.token} (issued ${issued.issuedAt}) as stale after the 401 ${rejection.instance} got at ${rejection.endedAt}`,
+          );
+      }
+    },
+  ),
+  invariant(
+    'stale if error',
+    'Stale if error: "When the IdP gives no token (any `502`, `503` or `504` case, including a remembered failure and a hold) and a kept token has not yet expired, the answer is that token ... This holds for every kept copy".',
+    (facts, flag) => {
+      for (const { asked, answer, key } of facts.answered) {
+        if (![502, 503, 504].includes(answer.status) || asked.noCache || key.kind === 'assertion') continue;
+        const { instance } = asked;
+        const at = answer.answeredAt;
+        // With `shared`, an instance whose table or pepper failed it cannot rule out a 401 elsewhere, which a stale answer might outlive.
+        if (facts.shared && facts.troubled(instance, asked.arrivedAt, at)) continue;
+        const usable = facts.tokensAlive(key.id, at).find((issued) => {
+          const limit = facts.servingLimitMs(issued, instance);
+          return (
+            limit !== undefined &&
+            at - issued.issuedAt + facts.slack(issued.receiver, instance) < limit &&
+            facts.rejectedAfter(key.id, instance, issued.issuedAt, at) === undefined &&
+            !closeAfterRejection(facts, issued) &&
+            facts.heldSurely(instance, issued, asked.arrivedAt, at) !== undefined
+          );
+        });
+        if (usable) flag(at, `${describe(asked)} got ${answer.status} while it held ${usable.token} (issued ${usable.issuedAt})`);
+      }
+    },
+  ),
+  invariant(
+    'worse than off',
+    'Responses: 401 "the IdP answered ... with a 4xx", 502 "the IdP could not be reached ...", 504 "no complete answer within `UPSTREAM_TIMEOUT_MS`"; Remembered failures; Bursts; A dead holder: "delays the other requests for that key by at most 1 s"; The table never costs an answer.',
+    (facts, flag) => {
+      for (const answered of facts.answered) {
+        const { asked, answer, key } = answered;
+        const outcome = FAILURE_OF[answer.status];
+        if (outcome === undefined || key.kind === 'assertion') continue;
+        if (facts.offSurely(key, asked.arrivedAt, answer.status) || metFailure(facts, answered, outcome)) continue;
+        if (outcome === 'timeout') {
+          const from = asked.arrivedAt - DEAD_HOLDER_DELAY_MS;
+          // A holder that stopped costs up to 1 s of the deadline: excused only where off with that much less would not surely answer.
+          const deadHolder =
+            facts.shared &&
+            facts.stoppedHolders(key.id, from, answer.answeredAt).some((holder) => holder.instance !== asked.instance) &&
+            !facts.offSurely(key, asked.arrivedAt, 200, facts.T - DEAD_HOLDER_DELAY_MS);
+          // Waiting on the table's news of another's exchange, which the contract does not promise when the table fails.
+          const tableFailedIt = facts.tableFault(asked.instance, asked.arrivedAt, answer.answeredAt, key.id);
+          // DynamoDB's item limit: a token too large for the table never reaches those who waited on its exchange.
+          const tooLarge =
+            facts.shared &&
+            facts.callsFor(key.id).some((call) => call.instance !== asked.instance && call.sentAt <= asked.arrivedAt + facts.T && call.endedAt >= asked.arrivedAt && call.bytes > ITEM_LIMIT_BYTES);
+          if (deadHolder || tableFailedIt || tooLarge) continue;
+        }
+        const off = [...facts.off(key, asked.arrivedAt)].join(' or ') || 'nothing known';
+        flag(answer.answeredAt, `${describe(asked)} got ${answer.status} where off would have answered ${off}, and met no such failure`);
+      }
+    },
+  ),
+  invariant(
+    'assertion',
+    'Token cache: "`private_key_jwt` requests are never answered from a cache, never share an exchange and are never remembered; holds apply to them."',
+    (facts, flag) => {
+      for (const { asked, answer, key } of facts.answered) {
+        if (key.kind !== 'assertion') continue;
+        const own = facts.callsOf(asked.id);
+        if (answer.status === 200) {
+          if (!(answer.header === 'miss' && own.some((call) => call.outcome === 'token' && call.token === answer.token)))
+            flag(answer.answeredAt, `${describe(asked)} got ${String(answer.token)} as ${String(answer.header)}, not from its own call`);
+        } else if (
+          answer.status !== 503 &&
+          ERROR_CODES.has(answer.status) &&
+          !own.some((call) => STATUS_OF[call.outcome] === answer.status)
+        ) {
+          flag(
+            answer.answeredAt,
+            `${describe(asked)} got ${answer.status}, which its own calls (${own.map((call) => call.outcome).join(', ') || 'none'}) did not`,
+          );
+        }
+      }
+    },
+  ),
+];

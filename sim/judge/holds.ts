@@ -1,0 +1,123 @@
+import type { Asked, IdpCall, SimKey } from '../record';
+import { HOLD_MAX_S, HOLD_MIN_S, PEPPER_SWITCH_MS, SECOND_MS } from './contract';
+import { describe, type Facts, type Hold } from './facts';
+import { type Invariant, invariant } from './invariant';
+
+// "The IdP asks to wait": a throttle holds its source key, its client's assertions, or (its secret
+// proven) its whole client id at that token URL, until its retry-after has passed. The instance that
+// got it knows at once; the fleet (`shared`) from the answer it was published before.
+
+/**
+ * Whether an instance other than the hold's own surely knew it for a request that arrived at `arrivedAt`,
+ * until `until`: published before the request came, and no fault in the way of the publication or the read,
+ * no adversary on the hold's items, no pepper rotation within its 60 s.
+ */
+function fleetKnew(facts: Facts, hold: Hold, instance: string, arrivedAt: number, until: number): boolean {
+  return (
+    facts.shared &&
+    hold.told !== undefined &&
+    arrivedAt > hold.told &&
+    !facts.troubled(hold.instance, hold.from, hold.told) &&
+    !facts.tamperedItems((item) => facts.holdItem(item, hold.source), hold.from, until) &&
+    !facts.rotated(until - PEPPER_SWITCH_MS, until) &&
+    // "The table never costs an answer ... at worst the request goes to the IdP itself."
+    !facts.troubled(instance, arrivedAt, until)
+  );
+}
+
+/** `retry-after`: "the seconds left (rounded up)", within the contract's 1 to 60. */
+function secondsLeft(until: number, at: number): number {
+  return Math.min(HOLD_MAX_S, Math.max(HOLD_MIN_S, Math.ceil((until - at) / SECOND_MS)));
+}
+
+/** A value a 503's retry-after may state: a hold's seconds left, within the clocks' spread when another instance dated it. */
+interface Due {
+  readonly seconds: number;
+  readonly tolerance: number;
+  /** Surely known to the answering instance: never shortened below it. */
+  readonly sure: boolean;
+}
+
+function duesOf(facts: Facts, asked: Asked, answeredAt: number): Due[] {
+  const key = facts.keys.get(asked.key) as SimKey;
+  const dues: Due[] = [];
+  for (const call of facts.callsOf(asked.id)) {
+    const own = facts.holdOf(call);
+    if (own) dues.push({ seconds: own.retryAfterS, tolerance: 0, sure: true });
+  }
+  for (const hold of facts.holdsWithin(key, asked.arrivedAt - HOLD_MAX_S * SECOND_MS - facts.spread, answeredAt)) {
+    if (hold.call.request === asked.id || (!facts.shared && hold.instance !== asked.instance) || !facts.covers(hold, key, 'possibly'))
+      continue;
+    const slack = facts.slack(hold.instance, asked.instance);
+    // In force when it came (by some clock), or met while it waited: the burst it joined was throttled.
+    const inForce = hold.from <= asked.arrivedAt && asked.arrivedAt < hold.until + slack;
+    const met = hold.from >= asked.arrivedAt && hold.from <= answeredAt;
+    if (!inForce && !met) continue;
+    const known =
+      hold.instance === asked.instance
+        ? hold.from <= asked.arrivedAt && asked.arrivedAt < hold.until
+        : asked.arrivedAt < hold.until - facts.spread &&
+          fleetKnew(facts, hold, asked.instance, asked.arrivedAt, answeredAt) &&
+          // An instance that answered from its memory alone knew only the holds it had met itself.
+          facts.readTable(asked.instance, asked.arrivedAt, answeredAt);
+    dues.push({
+      seconds: secondsLeft(hold.until, answeredAt),
+      tolerance: Math.ceil(slack / SECOND_MS),
+      sure: known && facts.covers(hold, key, 'surely'),
+    });
+  }
+  return dues;
+}
+
+export const holdInvariants: readonly Invariant[] = [
+  invariant(
+    'hold kept',
+    'The IdP asks to wait: "nothing more is sent to that token URL ... for that client id until its `retry-after` has passed, with `shared` from any instance"; "A hold is never shortened".',
+    (facts, flag) => {
+      const flagged = new Set<IdpCall>();
+      for (const hold of facts.holds) {
+        for (const call of facts.sentWithin(hold.from, hold.until)) {
+          if (call === hold.call || flagged.has(call) || !(call.sentAt > hold.from && call.sentAt < hold.until)) continue;
+          const key = facts.keys.get(call.key);
+          if (!key || !facts.covers(hold, key, 'surely')) continue;
+          if (call.instance !== hold.instance) {
+            // Another instance's clock may see the hold end up to the spread early.
+            const asked = facts.requests.get(call.request);
+            if (
+              !asked ||
+              !(call.sentAt < hold.until - facts.spread) ||
+              !fleetKnew(facts, hold, call.instance, asked.arrivedAt, call.sentAt)
+            )
+              continue;
+          }
+          flagged.add(call);
+          flag(
+            call.sentAt,
+            `${call.instance} asked the IdP for ${call.key} ${call.sentAt - hold.from} ms into the ${hold.retryAfterS} s hold ${hold.instance} got for ${hold.source.id}`,
+          );
+        }
+      }
+    },
+  ),
+  invariant(
+    'hold earned',
+    'The IdP asks to wait: "those requests get the same `503` with the seconds left (rounded up)"; "a later, shorter `retry-after` leaves the longer one in force"; Responses: 503 "Carries a `retry-after` header: whole seconds, the IdP\'s (1 to 60)".',
+    (facts, flag) => {
+      for (const { asked, answer } of facts.answered) {
+        if (answer.status !== 503) continue;
+        const dues = duesOf(facts, asked, answer.answeredAt);
+        if (dues.length === 0) {
+          flag(answer.answeredAt, `${describe(asked)} got 503 with no throttle of its own and no hold covering it`);
+          continue;
+        }
+        const stated = answer.retryAfter;
+        const least = Math.max(-Infinity, ...dues.filter((due) => due.sure).map((due) => due.seconds - due.tolerance));
+        const matches = dues.some((due) => Math.abs((stated ?? NaN) - due.seconds) <= due.tolerance);
+        if (!matches || (stated as number) < least) {
+          const shown = dues.map((due) => `${due.seconds}${due.tolerance > 0 ? `±${due.tolerance}` : ''}${due.sure ? ' (known)' : ''}`);
+          flag(answer.answeredAt, `${describe(asked)} got retry-after ${String(stated)} where the holds say ${shown.join(', ')}`);
+        }
+      }
+    },
+  ),
+];

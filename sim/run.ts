@@ -25,15 +25,18 @@ const argument = (name: string, fallback: number): number => {
 };
 const flag = (name: string): boolean => process.argv.includes(`--${name}`);
 
+/** A line as printed: the simulator's oversized tokens cut to their names. */
+const shown = (line: string): string => line.replace(/x{16,}/g, 'x…');
+
 function printTrace(result: SimResult, until = Infinity, lines = 150): void {
-  for (const { at, line } of result.trace.filter((entry) => entry.at <= until).slice(-lines)) console.log(`${at.toFixed(1).padStart(12)} ${line}`);
+  for (const { at, line } of result.trace.filter((entry) => entry.at <= until).slice(-lines)) console.log(`${at.toFixed(1).padStart(12)} ${shown(line)}`);
 }
 
 async function report(result: SimResult, replay: string): Promise<boolean> {
   const [first] = result.violations;
   if (!first) return false;
   printTrace(result, first.at);
-  console.log(`seed ${result.seed}: ${first.rule}: ${first.detail}`);
+  console.log(`seed ${result.seed}: ${first.rule}: ${shown(first.detail)}`);
   console.log(`replay: ${replay}`);
   if (flag('shrink')) {
     const { scenario, runs } = await shrink(result.scenario, first.rule);

@@ -105,7 +105,7 @@ export const exchangeInvariants: readonly Invariant[] = [
                   facts.tampered(key.id, first.sentAt, call.sentAt) ||
                   facts.rotated(call.sentAt - PEPPER_SWITCH_MS, call.sentAt) ||
                   // DynamoDB's item limit: the table cannot hold it, so none can wait on it there.
-                  facts.tokensWithin(key.id, first.sentAt, call.sentAt).some((issued) => issued.call.bytes > ITEM_LIMIT_BYTES)));
+                  facts.tokensWithin(key.id, -Infinity, call.sentAt).some((issued) => issued.call.bytes > ITEM_LIMIT_BYTES)));
             if (excused) continue;
             counted++;
             if (counted > limit + stopped && !flagged.has(call)) {
@@ -219,7 +219,9 @@ export const exchangeInvariants: readonly Invariant[] = [
           if (missed.asked.instance === instance) return asked.arrivedAt > told;
           if (!facts.shared || !(asked.arrivedAt > told + NO_CACHE_REACH_MS)) return false;
           return !(
-            facts.troubled(replacement.receiver, replacement.issuedAt, told) ||
+            // DynamoDB's item limit: a token too large for the table reaches no other instance.
+            replacement.call.bytes > ITEM_LIMIT_BYTES ||
+            facts.troubled(replacement.receiver, missed.asked.arrivedAt, told) ||
             facts.tableFault(instance, asked.arrivedAt - NO_CACHE_REACH_MS, answer.answeredAt, key.id) ||
             facts.pepperFault(instance, asked.arrivedAt - NO_CACHE_REACH_MS, answer.answeredAt) ||
             facts.tampered(key.id, told, answer.answeredAt) ||

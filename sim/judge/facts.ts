@@ -314,9 +314,11 @@ export class Facts {
     return lifeMs - EXPIRY_GUARD_MS - (issued.receiver === instance ? 0 : COPY_SAYS_LESS_MS);
   }
 
-  /** Whether `instance` had an answer from the table to a read sent in [from, to]. */
-  readTable(instance: string, from: number, to: number): boolean {
-    return this.record.table.some((call) => call.instance === instance && call.op === 'get' && call.answeredAt !== undefined && call.sentAt >= from && call.sentAt <= to);
+  /** Whether `instance` had an answer from the table to a read (of an item `item` accepts) sent in [from, to]. */
+  readTable(instance: string, from: number, to: number, item: (name: string) => boolean = () => true): boolean {
+    return this.record.table.some(
+      (call) => call.instance === instance && call.op === 'get' && call.answeredAt !== undefined && call.sentAt >= from && call.sentAt <= to && item(call.item),
+    );
   }
 
   // ---- trouble ----

@@ -58,8 +58,8 @@ function duesOf(facts: Facts, asked: Asked, answeredAt: number): Due[] {
         ? hold.from <= asked.arrivedAt && asked.arrivedAt < hold.until
         : asked.arrivedAt < hold.until - facts.spread &&
           fleetKnew(facts, hold, asked.instance, asked.arrivedAt, answeredAt) &&
-          // An instance that answered from its memory alone knew only the holds it had met itself.
-          facts.readTable(asked.instance, asked.arrivedAt, answeredAt);
+          // An instance knows another's hold once it read the item that holds it: the source key's or a hold item.
+          facts.readTable(asked.instance, asked.arrivedAt, answeredAt, (item) => facts.holdItem(item, hold.source) && (item !== hold.source.id || hold.source.id === key.id));
     dues.push({
       seconds: secondsLeft(hold.until, answeredAt),
       tolerance: Math.ceil(slack / SECOND_MS),

@@ -108,11 +108,6 @@ export function marked(watch: Watch, mark: Mark): Watch {
   return watch.current ? { ...watch, current: { ...watch.current, mark } } : watch;
 }
 
-/** The watch after the item changed under a mark so often that no holder renewing at its pace could be behind it. */
-export function forge(watch: Watch, holder: string): Watch {
-  return { ...watch, current: undefined, forged: [...watch.forged, holder] };
-}
-
 /** Whether this request waited for the exchange of `holder`, or of one it took over from: its outcome is this request's too. */
 export function waitedFor(watch: Watch, holder: string, lineage: readonly string[]): boolean {
   return watch.beats.some(([seen]) => seen === holder || lineage.includes(seen));

@@ -80,6 +80,11 @@ export function cutShort(failure: Remembered, budgetMs: number, upstreamTimeoutM
   return failure.code === 'upstream_timeout' && budgetMs < upstreamTimeoutMs - upstreamTimeoutMs / 25;
 }
 
+/** When a remembered failure (not a hold) happened, by its writer's clock. */
+export function happenedAt(failure: Remembered): EpochMs {
+  return epochMs(failure.until - (REMEMBERED_MS[failure.code as keyof typeof REMEMBERED_MS] ?? 0));
+}
+
 /** Whether a remembered failure or hold is still in force. */
 export function inForce(remembered: Remembered | undefined, now: EpochMs): remembered is Remembered {
   return remembered !== undefined && remembered.until > now;

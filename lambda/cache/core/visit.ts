@@ -3,7 +3,6 @@ import {
   type ClaimFacts,
   echoesOf,
   EMPTY_WATCH,
-  forge,
   judge,
   lineageAfter,
   marked,
@@ -22,6 +21,7 @@ import {
   decide,
   type Freshness,
   fromFleet,
+  happenedAt,
   holdScope,
   inForce,
   isHold,
@@ -344,6 +344,16 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
   }
 }
 
+/**
+ * Whether this request may outlast a timeout the table remembers: the exchange timed out after this
+ * request arrived (it was one this request could have waited on), and this request's deadline ends
+ * more than the take-over margin after that one's (Bursts).
+ */
+function outlasted(visit: Visit, failure: Remembered): boolean {
+  const at = happenedAt(failure);
+  return failure.code === 'upstream_timeout' && at > visit.ask.arrivedAt && visit.ask.arrivedAt + visit.settings.upstreamTimeoutMs > at + visit.settings.dominanceMs;
+}
+
 /** What a read teaches: the item's rejection, kept token and remembered failure, merged with what the visit knew. */
 function learn(visit: Visit, read: KeyRead, now: Now): Visit {
   const memo = read.state?.memo ?? EMPTY_MEMO;
@@ -354,7 +364,7 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
   );
   // The last failure is the key's remembered one; a hold on the key stands beside it, never shortened by a later failure.
   const failures = (read.state?.ended ?? []).flatMap((ended) => (ended.outcome.kind === 'failure' ? [ended.outcome.failure] : []));
-  const failure = failures.filter((one) => !isHold(one)).at(-1);
+  const failure = failures.filter((one) => !isHold(one) && !outlasted(visit, one)).at(-1);
   return {
     ...visit,
     rejection,
@@ -548,9 +558,8 @@ function markWritten(visit: Visit, waiting: Extract<Situation, { kind: 'waiting'
     case 'failed':
       return nothing({ ...polling, watch: marked(visit.watch, 'unknown') });
     case 'lost': {
-      const holder = visit.watch.current?.holder;
-      // The item changed under the mark faster, again and again, than any holder renews: not a holder's doing.
-      const watch = waiting.marks >= visit.settings.maxRefusals && holder ? forge(visit.watch, holder) : marked(visit.watch, 'none');
+      // Another waiter's mark, or a renewal, came first: mark again over it (a few times at most; then silence alone decides).
+      const watch = marked(visit.watch, waiting.marks >= visit.settings.maxRefusals ? 'unknown' : 'none');
       const next: Visit = { ...visit, watch, situation: { ...waiting, pollAt: undefined } };
       if (!result.read) return { visit: next, actions: [{ kind: 'read' }] };
       return consider(learn(next, result.read, now), result.read, now);

@@ -62,9 +62,13 @@ export function pepperSource(read: (deadline: Deadline) => Promise<unknown>, clo
         if (freshness === 'refresh') void maybeLoad(now);
         return loaded.value;
       }
-      const reading = maybeLoad(now);
-      if (reading) await deadline.race(reading).catch(() => undefined);
-      if (loaded && pepperFreshness(loaded.at, clock.epoch(), settings) !== 'stale') return loaded.value;
+      // A read under way may bring a value already too old (it was sent before the instance was frozen): then one more.
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const reading = maybeLoad(clock.epoch());
+        if (!reading) break;
+        await deadline.race(reading).catch(() => undefined);
+        if (loaded && pepperFreshness(loaded.at, clock.epoch(), settings) !== 'stale') return loaded.value;
+      }
       report.tableError = loading ? 'PepperTimeout' : (failure?.name ?? 'PepperTimeout');
       return undefined;
     },

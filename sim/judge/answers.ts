@@ -173,7 +173,8 @@ export const answerInvariants: readonly Invariant[] = [
           flag(answer.answeredAt, `${where}: ${own ? 'its own call got it' : 'no call of its own got it'}`);
           continue;
         }
-        const got = facts.callsOf(asked.id).find((call) => call.outcome === 'token' && call.token !== issued.token);
+        // A token its own call brought before it was answered is the answer; one still on its way is not (a hedge lost to the table).
+        const got = facts.callsOf(asked.id).find((call) => call.outcome === 'token' && call.token !== issued.token && call.endedAt <= answer.answeredAt);
         if (got) flag(answer.answeredAt, `${where}, though its own call got ${String(got.token)}`);
         const { life } = issued;
         if (answer.header === 'stale' && !(life.kept && age >= life.staleMs - slack))

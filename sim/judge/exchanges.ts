@@ -34,7 +34,8 @@ function heldIn(facts: Facts, call: IdpCall, phase: 'fresh' | 'refresh'): Issued
       phase === 'fresh' ? age < issued.life.refreshMs - slack : age >= issued.life.refreshMs + slack && age < issued.life.staleMs - slack;
     return (
       inPhase &&
-      facts.rejectedAfter(call.key, call.instance, issued.issuedAt, call.sentAt) === undefined &&
+      // A 401 that another clock dated after the token's receipt voids it ("Clocks": a fact may take effect up to the spread early or late).
+      facts.rejectedAfter(call.key, call.instance, issued.issuedAt - (facts.shared ? facts.spread : 0), call.sentAt) === undefined &&
       facts.heldSurely(call.instance, issued, asked.arrivedAt, call.sentAt) !== undefined
     );
   });
@@ -225,7 +226,12 @@ export const exchangeInvariants: readonly Invariant[] = [
             facts.tableFault(instance, asked.arrivedAt - NO_CACHE_REACH_MS, answer.answeredAt, key.id) ||
             facts.pepperFault(instance, asked.arrivedAt - NO_CACHE_REACH_MS, answer.answeredAt) ||
             facts.tampered(key.id, told, answer.answeredAt) ||
-            facts.rotated(answer.answeredAt - PEPPER_SWITCH_MS, answer.answeredAt)
+            facts.rotated(answer.answeredAt - PEPPER_SWITCH_MS, answer.answeredAt) ||
+            // The pepper: "items sealed with the old one are then ignored". An instance that did not read the
+            // key's item between the answer and a rotation's switch can no longer learn the token from it.
+            facts.record.rotations.some(
+              (at) => at > told && at <= answer.answeredAt && !facts.readTable(instance, told, at + PEPPER_SWITCH_MS, (item) => item === key.id),
+            )
           );
         });
         if (newer)
@@ -243,6 +249,9 @@ export const exchangeInvariants: readonly Invariant[] = [
       if (!facts.shared) return;
       for (const { asked, answer, issued } of facts.served) {
         if (answer.header === 'miss' || issued.receiver === asked.instance) continue;
+        // Its receiver, alive, holds it in memory and may seal it anew with the new pepper: only what others read from the table is void.
+        const receiverDied = facts.diedAt(issued.receiver);
+        if (receiverDied === undefined || receiverDied > answer.answeredAt) continue;
         // The earliest rotation after the token's issue whose 60 s are over: the instance may have read the old item only before that.
         const rotation = facts.record.rotations
           .filter((at) => at > issued.issuedAt && at + PEPPER_SWITCH_MS <= answer.answeredAt)

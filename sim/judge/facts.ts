@@ -557,7 +557,8 @@ export class Facts {
       if (certainty === 'surely') {
         return (
           provesUntil > at + slack &&
-          this.rejectedAfter(source.id, instance, issued.issuedAt, at) === undefined &&
+          // A 401 another clock dated after the token's receipt may void it ("Clocks": up to the spread early or late).
+          this.rejectedAfter(source.id, instance, issued.issuedAt - (this.shared ? this.spread : 0), at) === undefined &&
           this.heldSurely(instance, issued, arrivedAt, at) !== undefined
         );
       }

@@ -129,7 +129,12 @@ export const failureInvariants: readonly Invariant[] = [
         if (facts.shared && facts.troubled(instance, asked.arrivedAt, at)) continue;
         const usable = facts.tokensAlive(key.id, at).find((issued) => {
           const limit = facts.servingLimitMs(issued, instance);
+          // "its token replaces the kept one": a newer kept token the instance may have learnt of is the one it keeps, and is judged itself.
+          const replaced = facts
+            .tokensWithin(key.id, issued.issuedAt, at)
+            .some((newer) => newer !== issued && newer.issuedAt > issued.issuedAt && newer.life.kept && (facts.shared || newer.receiver === instance || facts.answeredWith(instance, newer.token, at)));
           return (
+            !replaced &&
             limit !== undefined &&
             at - issued.issuedAt + facts.slack(issued.receiver, instance) < limit &&
             facts.rejectedAfter(key.id, instance, issued.issuedAt, at) === undefined &&

@@ -113,7 +113,7 @@ function lowered(value: unknown, seconds: number): unknown {
   return value;
 }
 
-/** The entry received last; either may be missing. */
+/** The entry received last, as dated; either may be missing. */
 export function newest(a: Entry | undefined, b: Entry | undefined): Entry | undefined {
   if (!a || !b) return a ?? b;
   return b.receivedAt > a.receivedAt ? b : a;

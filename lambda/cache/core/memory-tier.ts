@@ -26,6 +26,8 @@ export interface Slot {
   refreshTriedAt: EpochMs;
   /** When this instance last looked in the table for a newer token of the key (shared only). */
   lookedAt: EpochMs;
+  /** A look whose read has not come back: requests answered from memory meanwhile wait for it. */
+  looking: Promise<void> | undefined;
 }
 
 /**
@@ -63,6 +65,7 @@ export class MemoryTier {
         pending: undefined,
         refreshTriedAt: epochMs(-Infinity),
         lookedAt: epochMs(-Infinity),
+        looking: undefined,
       })
     );
   }
@@ -105,16 +108,14 @@ export class MemoryTier {
    */
   store(key: string, slot: Slot, clientHoldKey: string, outcome: Outcome, refresh: boolean, now: EpochMs): void {
     if (outcome.kind === 'token') {
-      if (keepable(outcome.entry.token)) slot.kept = newest(slot.kept, outcome.entry);
-      slot.failure = undefined;
+      // A remembered failure stays its time: a token that arrives meanwhile answers, but the IdP is not asked again.
+      if (keepable(outcome.entry.token)) this.keep(slot, [outcome.entry]);
     } else if (outcome.cause !== 'deadline') {
       const { failure } = outcome;
       // A rejection met without the table's word is dated here and now.
       const unknown: Rejection = failure.code === 'unauthorized' ? { at: now, own: true } : NO_REJECTION;
       slot.rejection = laterRejection(slot.rejection, outcome.rejection === 'unknown' ? unknown : outcome.rejection);
-      slot.kept = [slot.kept, outcome.kept]
-        .filter((entry): entry is Entry => entry !== undefined && receivedSince(entry, slot.rejection))
-        .reduce<Entry | undefined>(newest, undefined);
+      this.keep(slot, outcome.kept ? [outcome.kept] : []);
       // A hold this request's own exchange earned covers whom its scope says; one seen elsewhere, this key alone.
       if (isHold(failure) && outcome.scope === 'client' && outcome.cause === 'exchange') this.setHold(clientHoldKey, failure.until);
       else if (isHold(failure)) slot.hold = longer(inForce(slot.hold, now) ? slot.hold : undefined, failure);
@@ -123,6 +124,20 @@ export class MemoryTier {
     // A refresh that brought a new token leaves nothing to refresh for far longer than the retry pause.
     if (refresh) slot.refreshTriedAt = now;
     this.place(key, slot);
+  }
+
+  /** What a look in the table found: the key's latest rejection (which voids older tokens here too), and its newest token. */
+  looked(key: string, slot: Slot, seen: Entry | undefined, rejection: Rejection): void {
+    slot.rejection = laterRejection(slot.rejection, rejection);
+    this.keep(slot, seen && keepable(seen.token) ? [seen] : []);
+    this.place(key, slot);
+  }
+
+  /** Keep the newest of what the slot had and `entries`, none received before the key's last rejection. */
+  private keep(slot: Slot, entries: readonly Entry[]): void {
+    slot.kept = [slot.kept, ...entries]
+      .filter((entry): entry is Entry => entry !== undefined && receivedSince(entry, slot.rejection))
+      .reduce<Entry | undefined>(newest, undefined);
   }
 
   /** Put a slot where it belongs (with the keys that keep a token, or with the others), most recently used. */

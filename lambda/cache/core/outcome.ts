@@ -1,3 +1,4 @@
+import type { EpochMs } from '../../clock';
 import type { Entry } from './lifetime';
 import type { HoldScope, Rejection, Remembered } from './rules';
 
@@ -7,7 +8,17 @@ import type { HoldScope, Rejection, Remembered } from './rules';
  * that may still stand in for it.
  */
 export type Outcome =
-  | { readonly kind: 'token'; readonly entry: Entry; readonly from: 'idp' | 'table' | 'memory' }
+  | {
+      readonly kind: 'token';
+      readonly entry: Entry;
+      readonly from: 'idp' | 'table' | 'memory';
+      /**
+       * The latest moment, on this instance's clock, the exchange that brought the token was known not to
+       * have been published: a request that arrived by then waited for it, so even a token that cannot be
+       * kept is its answer. Its receipt, unless the fetch saw the exchange under way later than that.
+       */
+      readonly runningAt: EpochMs;
+    }
   | {
       readonly kind: 'failure';
       readonly failure: Remembered;
@@ -24,3 +35,8 @@ export type FailureOutcome = Extract<Outcome, { kind: 'failure' }>;
 
 /** What the IdP gave one exchange: a token, or a failure the cache remembers. */
 export type ExchangeResult = { readonly token: Entry } | { readonly failure: Remembered };
+
+/** A token outcome, known to have been running until its receipt. */
+export function tokenOutcome(entry: Entry, from: 'idp' | 'table' | 'memory'): Outcome {
+  return { kind: 'token', entry, from, runningAt: entry.receivedAt };
+}

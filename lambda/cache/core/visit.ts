@@ -14,7 +14,7 @@ import {
 } from './claims';
 import { EMPTY_MEMO, entryOf, type Ended, endsAt, keeping, type KeyItem, type KeyMemo, type SharedOutcome, storedOf } from './item';
 import { CLOCK_TOLERANCE_MS, type Entry, keepable, newest, openToFleet, served, tokenBytes } from './lifetime';
-import type { ExchangeResult, FailureOutcome, Outcome } from './outcome';
+import { type ExchangeResult, type FailureOutcome, type Outcome, tokenOutcome } from './outcome';
 import {
   answersNoCache,
   cutShort,
@@ -80,6 +80,8 @@ export type VisitEvent =
   | { readonly kind: 'written'; readonly write: WriteKind; readonly rev: string; readonly result: WriteResult }
   | { readonly kind: 'hold-written' }
   | { readonly kind: 'exchanged'; readonly result: ExchangeResult }
+  /** The exchange was not sent: a hold this instance learnt meanwhile (its own 429 for another request) forbids it. */
+  | { readonly kind: 'held'; readonly hold: Remembered }
   /**
    * The time `at` the visit asked to be woken at came. Timers may go off a hair early (whole-millisecond
    * loops, rounding): a tick counts as at least `at`, so what was due then is done.
@@ -95,7 +97,9 @@ export type VisitAction =
   | { readonly kind: 'write-hold'; readonly hold: Remembered }
   /** Ask the IdP; `hedged`: the table was too slow or failing to wait for. */
   | { readonly kind: 'exchange'; readonly refresh: boolean; readonly hedged: boolean }
-  | { readonly kind: 'answer'; readonly outcome: Outcome };
+  | { readonly kind: 'answer'; readonly outcome: Outcome }
+  /** Its own exchange's outcome, for this instance's memory at once: the next request there knows it, answered or not. */
+  | { readonly kind: 'met'; readonly outcome: Outcome };
 
 /** Both clocks, read once for a step. */
 export interface Now {
@@ -190,6 +194,9 @@ export interface Visit {
   readonly unpublished: Outcome | undefined;
   /** The visit has asked the IdP: once is all a request ever asks. */
   readonly asked: boolean;
+  /** When its latest read of the item, and the one before, started (this instance's clock): an outcome first seen in the latest was not there at the one before. */
+  readonly readAt: EpochMs;
+  readonly priorReadAt: EpochMs;
 }
 
 export interface Step {
@@ -225,6 +232,8 @@ export function startVisit(ask: VisitAsk, settings: CacheSettings, hedgeMs: numb
     fallback: undefined,
     unpublished: undefined,
     asked: false,
+    readAt: now.epoch,
+    priorReadAt: now.epoch,
   };
   if (now.mono >= ask.deadline) return answer({ ...visit, situation: { kind: 'done' } }, deadlineOutcome(visit, now), now);
   // The holds are read alongside only when memory would go to the IdP; a claim reads them later if it must.
@@ -281,6 +290,8 @@ export function step(visit: Visit, event: VisitEvent, now: Now): Step {
       return landed(visit, 'hold', now);
     case 'exchanged':
       return exchanged(visit, event.result, now);
+    case 'held':
+      return heldBack(visit, event.hold, now);
     case 'tick':
       return tick(visit, { epoch: now.epoch, mono: monoMs(Math.max(now.mono, event.at)) });
   }
@@ -334,10 +345,21 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
       return verdict === 'mark' ? mark(waiting, read) : nothing(waiting);
     }
     case 'exchange': {
-      // Its own exchange failed while it waited, and the holder it waited for is gone: its own failure is the answer.
-      if (visit.asked) return answer(settled(decided), visit.fallback ?? deadlineOutcome(visit, now), now);
-      // A token too large to share goes to no waiter: each instance asks the IdP for its own.
-      if (visit.oversize) return withoutTable({ ...decided, refresh: plan.refresh }, now);
+      // One exchange per visit: its own, still under way, brings the answer; failed, its failure is the answer.
+      if (visit.asked) {
+        const running = runningOf(decided.situation);
+        if (running) return nothing({ ...decided, situation: { kind: 'asking', exchange: running } });
+        return answer(settled(decided), visit.fallback ?? deadlineOutcome(visit, now), now);
+      }
+      // A token too large to share goes to no waiter: each instance asks the IdP for its own, once the holds are read.
+      if (visit.oversize) {
+        const alone: Visit = { ...decided, refresh: plan.refresh };
+        if ((alone.holds.kind === 'unread' || alone.holds.kind === 'reading') && alone.situation.kind === 'reading') {
+          const parked: Visit = { ...alone, situation: { ...alone.situation, read }, holds: { kind: 'reading' } };
+          return alone.holds.kind === 'unread' ? { visit: parked, actions: [{ kind: 'read-holds' }] } : nothing(parked);
+        }
+        return withoutTable(alone, now);
+      }
       const claim = activity?.kind === 'claim' && verdict !== undefined && verdict !== 'implausible' ? activity.claim : undefined;
       return claimKey({ ...decided, refresh: plan.refresh }, claim, now);
     }
@@ -367,6 +389,8 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
   const failure = failures.filter((one) => !isHold(one) && !outlasted(visit, one)).at(-1);
   return {
     ...visit,
+    readAt: epochMs(now.epoch - (now.mono - read.startedAt)),
+    priorReadAt: visit.readAt,
     rejection,
     confirmed: true,
     oversize: memo.oversizeUntil > now.epoch,
@@ -388,11 +412,10 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
     return failWith(visit, outcomeOf(visit, ended.outcome.failure, 'exchange', now), now);
   }
   const entry = sharedToken(ended.outcome, state as KeyItem, visit.ask.instance);
-  // A token that cannot be kept is for those who waited for it, not later arrivals (another clock dated
-  // it, so within the clocks' tolerance); a no-cache request takes only a recent one.
-  const later = entry && !keepable(entry.token) && entry.receivedAt < visit.ask.arrivedAt - (entry.copy ? CLOCK_TOLERANCE_MS : 0);
-  if (!entry || later || (visit.ask.noCache && !answersNoCache(entry, visit.ask))) return undefined;
-  return answer(settled(visit), { kind: 'token', entry, from: 'table' }, now);
+  // This visit saw the claim while its exchange ran, so it came before the token did: even one that
+  // cannot be kept is its own, whatever two clocks say. A no-cache request takes only a recent one.
+  if (!entry || (visit.ask.noCache && !answersNoCache(entry, visit.ask))) return undefined;
+  return answer(settled(visit), { kind: 'token', entry, from: 'table', runningAt: visit.priorReadAt }, now);
 }
 
 /** The token an `answered` outcome gives its waiters: the item's kept one (as new or newer), its own, or none. */
@@ -640,14 +663,22 @@ function exchanged(visit: Visit, result: ExchangeResult, now: Now): Step {
   }
   const outcome: Outcome =
     'token' in result
-      ? { kind: 'token', entry: result.token, from: 'idp' }
+      ? tokenOutcome(result.token, 'idp')
       : outcomeOf(known, result.failure, cutShort(result.failure, budgetMs, visit.settings.upstreamTimeoutMs) ? 'deadline' : 'exchange', now);
+  const met: VisitAction = { kind: 'met', outcome };
   const { situation } = known;
   if (situation.kind === 'waiting' && outcome.kind === 'failure' && !known.answered) {
     // A failure of this visit's own exchange waits for the live holder's outcome, which may be a token.
-    return nothing({ ...known, situation: { ...situation, exchange: undefined }, fallback: outcome, unpublished: outcome });
+    return { visit: { ...known, situation: { ...situation, exchange: undefined }, fallback: outcome, unpublished: outcome }, actions: [met] };
   }
-  return publish(known, outcome, now);
+  const published = publish(known, outcome, now);
+  return { visit: published.visit, actions: [met, ...published.actions] };
+}
+
+/** The exchange this visit asked for was held back: the hold is its outcome, published as one seen. */
+function heldBack(visit: Visit, hold: Remembered, now: Now): Step {
+  if (!runningOf(visit.situation)) return nothing(visit);
+  return publish(visit, outcomeOf(visit, hold, 'hold', now), now, hold);
 }
 
 // ---- Publishing -----------------------------------------------------------------------------------
@@ -680,11 +711,12 @@ function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefin
     const { entry } = outcome;
     const kept = shareable(entry, visit.settings) && entry.receivedAt > memo.rejectedAt;
     if (kept) memo = keeping(memo, entry);
-    if (tokenBytes(entry.token) > visit.settings.maxSharedTokenBytes) {
-      memo = { ...memo, oversizeUntil: epochMs(Math.max(memo.oversizeUntil, now.epoch + visit.settings.oversizeKnownMs)) };
-    }
     const inline = !keepable(entry.token) && tokenBytes(entry.token) <= visit.settings.inlineTokenBytes;
     const token = kept ? 'kept' : inline ? storedOf(entry) : 'unshared';
+    // A token that reaches no waiter through the table (too large for it, or to ride along unkept): the key's next ones will not either.
+    if (token === 'unshared' && tokenBytes(entry.token) > visit.settings.inlineTokenBytes) {
+      memo = { ...memo, oversizeUntil: epochMs(Math.max(memo.oversizeUntil, now.epoch + visit.settings.oversizeKnownMs)) };
+    }
     const until = epochMs(now.epoch + visit.settings.upstreamTimeoutMs);
     ownEnded.push({ holder: visit.ask.holder, lineage, outcome: { kind: 'answered', receivedAt: entry.receivedAt, until, token } });
   } else if (outcome.kind === 'failure' && outcome.cause !== 'deadline' && (recorded ?? outcome.failure).until > now.epoch) {
@@ -774,7 +806,7 @@ function atDeadline(visit: Visit, now: Now): Step {
 // ---- Answers --------------------------------------------------------------------------------------
 
 function answerToken(visit: Visit, entry: Entry, now: Now): Step {
-  return answer(settled(visit), { kind: 'token', entry, from: entry.copy ? 'table' : 'memory' }, now);
+  return answer(settled(visit), tokenOutcome(entry, entry.copy ? 'table' : 'memory'), now);
 }
 
 /** A failure the table gave: answered at once, unless this visit's own exchange may still bring a token. */
@@ -794,10 +826,17 @@ function settled(visit: Visit): Visit {
 function answer(visit: Visit, outcome: Outcome, now: Now): Step {
   if (visit.answered) return nothing(visit);
   const answered: Visit = { ...visit, answered: true };
-  const actions: VisitAction[] = [{ kind: 'answer', outcome }];
+  const actions: VisitAction[] = [{ kind: 'answer', outcome: withLongestHold(visit, outcome, now) }];
   if (!answered.unpublished || answered.situation.kind !== 'done') return { visit: answered, actions };
   const published = publish(answered, answered.unpublished, now);
   return { visit: published.visit, actions: [...actions, ...published.actions] };
+}
+
+/** A hold is never shortened: one answered is the longest this visit knows of (a refused write may have shown a longer one). */
+function withLongestHold(visit: Visit, outcome: Outcome, now: Now): Outcome {
+  if (outcome.kind !== 'failure' || !isHold(outcome.failure)) return outcome;
+  const longest = [outcome.failure, visit.tableHold, heldNow(visit, now)?.honoured].reduce(longer, undefined) as Remembered;
+  return longest === outcome.failure ? outcome : { ...outcome, failure: longest };
 }
 
 /** A failure as this visit answers it: with the newest token that may stand in, and whom a hold covers. */
@@ -878,7 +917,10 @@ function leftOf(visit: Visit, now: Now): number {
 function memoOf(visit: Visit, base: KeyMemo): KeyMemo {
   const rejectedAt = epochMs(Math.max(base.rejectedAt, visit.rejection.at));
   const memo: KeyMemo = { ...base, kept: base.kept && base.kept.receivedAt > rejectedAt ? base.kept : null, rejectedAt };
-  return visit.seen && visit.seen.receivedAt > rejectedAt && shareable(visit.seen, visit.settings) ? keeping(memo, visit.seen) : memo;
+  const { seen } = visit;
+  // A copy goes back only into the item it came from: one remembered from before a pepper rotation (or read from an item since overwritten) is not re-shared.
+  const ours = seen && (!seen.copy || (base.kept?.receivedAt === seen.receivedAt && base.kept.by === seen.receivedBy));
+  return ours && seen.receivedAt > rejectedAt && shareable(seen, visit.settings) ? keeping(memo, seen) : memo;
 }
 
 /** Whether a token may go into the table: kept tokens up to the size an item can carry. */

@@ -1,6 +1,7 @@
 import type { Clock, Deadline, EpochMs, MonoMs } from '../../clock';
+import type { Entry } from '../core/lifetime';
 import type { ItemState } from '../core/item';
-import type { Outcome } from '../core/outcome';
+import { type Outcome, tokenOutcome } from '../core/outcome';
 import { decide, type Freshness, fromFleet, type KeyView, longer, type Rejection, type Remembered } from '../core/rules';
 import { type CacheSettings, hedgeFor } from '../core/settings';
 import { type Expected, type KeyRead, type Now, startVisit, type Step, step, type Visit, type VisitAction, type VisitEvent, visitOver, wakeAt, type WriteResult } from '../core/visit';
@@ -36,6 +37,12 @@ export interface SharedAsk extends Freshness {
   readonly deadline: Deadline;
   readonly exchange: Exchange;
   readonly report: CacheReport;
+  /** Told once, when the item's first read comes back: the newest token and latest rejection the fleet showed (a look, for memory). */
+  readonly looked: (seen: Entry | undefined, rejection: Rejection) => void;
+  /** Told the visit's own exchange's outcome as soon as it is known, whatever the caller is answered. */
+  readonly met: (outcome: Outcome) => void;
+  /** A hold in force on this instance now, for the key: checked again as the exchange is sent. */
+  readonly heldNow: () => Remembered | undefined;
 }
 
 export interface SharedTierSettings {
@@ -76,8 +83,14 @@ export class SharedTier {
       let alarm: { at: MonoMs; cancel: AbortController } | undefined;
       const now = (): Now => ({ epoch: runtime.epoch(), mono: runtime.mono() });
       const feed = (event: VisitEvent): void => {
-        if (!over) apply(step(visit, event, now()));
+        if (over) return;
+        apply(step(visit, event, now()));
+        if (event.kind === 'read' && !looked) {
+          looked = true;
+          ask.looked(visit.seen, visit.rejection);
+        }
       };
+      let looked = false;
       const apply = (next: Step): void => {
         visit = next.visit;
         for (const action of next.actions) perform(action);
@@ -123,6 +136,12 @@ export class SharedTier {
             void writeHold(calls, holdItemKeys(pepper, ask.clientHoldKey), action.hold, runtime, settings).then(() => feed({ kind: 'hold-written' }));
             return;
           case 'exchange': {
+            // Another request here may have met a 429 since this visit decided: nothing more is sent.
+            const held = ask.heldNow();
+            if (held) {
+              queueMicrotask(() => feed({ kind: 'held', hold: held }));
+              return;
+            }
             if (action.refresh) ask.report.refresh = 'ahead';
             // The request went on without a table call that took longer than the hedge: the table's trouble.
             if (action.hedged) ask.report.tableError ??= 'TableSlow';
@@ -142,6 +161,9 @@ export class SharedTier {
           }
           case 'answer':
             resolve(action.outcome);
+            return;
+          case 'met':
+            ask.met(action.outcome);
             return;
         }
       };
@@ -178,12 +200,14 @@ export class SharedTier {
     const { runtime, settings } = this.parts;
     const plan = decide(ask.memory, ask, runtime.epoch());
     const scope = ask.vouched ? 'client' : 'key';
-    if (plan.act === 'answer') return { kind: 'token', entry: plan.entry, from: 'memory' };
+    if (plan.act === 'answer') return tokenOutcome(plan.entry, 'memory');
     if (plan.act === 'fail') return { kind: 'failure', failure: plan.failure, kept: undefined, rejection: 'unknown', scope, cause: plan.cause };
+    const held = ask.heldNow();
+    if (held) return { kind: 'failure', failure: held, kept: undefined, rejection: 'unknown', scope, cause: 'hold' };
     if (plan.act === 'exchange' && plan.refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
     const result = await exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline);
-    if ('token' in result) return { kind: 'token', entry: result.token, from: 'idp' };
+    if ('token' in result) return tokenOutcome(result.token, 'idp');
     const cut = result.failure.code === 'upstream_timeout' && budgetMs < settings.upstreamTimeoutMs - settings.upstreamTimeoutMs / 25;
     return { kind: 'failure', failure: result.failure, kept: undefined, rejection: 'unknown', scope, cause: cut ? 'deadline' : 'exchange' };
   }

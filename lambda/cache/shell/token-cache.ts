@@ -4,9 +4,9 @@ import type { CredentialRequest } from '../../credentials/access-policy';
 import { ExchangeError, upstreamFailure } from '../../errors';
 import type { TokenRequest } from '../../request/token-request';
 import type { IdpToken } from '../../upstream/exchange';
-import { answerFrom, CLOCK_TOLERANCE_MS, type Entry, keepable, newest } from '../core/lifetime';
+import { answerFrom, type Entry, keepable, newest } from '../core/lifetime';
 import { MemoryTier, type Slot } from '../core/memory-tier';
-import type { Outcome } from '../core/outcome';
+import { type Outcome, tokenOutcome } from '../core/outcome';
 import {
   answerFailure,
   answersNoCache,
@@ -14,8 +14,10 @@ import {
   decide,
   type Freshness,
   holdScope,
+  inForce,
   isRemembered,
   laterRejection,
+  longer,
   NO_REJECTION,
   type Rejection,
   remember,
@@ -93,7 +95,9 @@ export class TokenCache {
       case 'answer':
         // With the table, a copy answered from memory is checked against the table every 30 s: a newer token there replaces it.
         if (this.shared && found && this.lookDue(found, now)) return this.answer(await this.start(key, found, false, ask, request), ask, found);
-        return this.answer({ kind: 'token', entry: plan.entry, from: 'memory' }, ask, found);
+        // A look under way may bring a newer token: it is a table read away.
+        if (found?.looking) return ask.deadline.race(found.looking).then(() => this.resolve(ask), () => this.answer(this.cutShort(found), ask, found));
+        return this.answer(tokenOutcome(plan.entry, 'memory'), ask, found);
       case 'fail': {
         // With the table, a failure or hold this instance remembers is answered once the table shows no kept
         // token of the fleet's in its place, and a stale one stands in only once it shows no rejection since.
@@ -140,7 +144,7 @@ export class TokenCache {
    */
   private again(outcome: Outcome, ask: CacheAsk): boolean {
     if (outcome.kind === 'failure' && outcome.cause === 'deadline') return !ask.deadline.passed();
-    if (outcome.kind === 'token' && !keepable(outcome.entry.token) && outcome.entry.receivedAt < ask.arrivedAt - (outcome.entry.copy ? CLOCK_TOLERANCE_MS : 0)) {
+    if (outcome.kind === 'token' && !keepable(outcome.entry.token) && outcome.runningAt < ask.arrivedAt) {
       return true;
     }
     if (!ask.noCache) return false;
@@ -151,6 +155,14 @@ export class TokenCache {
   private start(key: string, slot: Slot, refresh: boolean, ask: CacheAsk, request: CacheableRequest): Promise<Outcome> {
     const now = this.runtime.epoch();
     const holdKeys = holdKeysOf(request, ask.tokenUrl);
+    let lookDone = (): void => undefined;
+    const looking = new Promise<void>((resolve) => (lookDone = resolve));
+    const looked = (seen: Entry | undefined, rejection: Rejection): void => {
+      this.memory.looked(key, slot, seen, rejection);
+      if (slot.looking === looking) slot.looking = undefined;
+      lookDone();
+    };
+    const clientHold = earnedHoldKey(request, ask.tokenUrl);
     const fetching = this.shared
       ? this.shared.fetch({
           ...ask,
@@ -161,16 +173,27 @@ export class TokenCache {
           memory: this.memory.view(slot, this.memory.hold(holdKeys, now), now),
           rejection: slot.rejection,
           vouched: vouched(request),
+          looked,
+          met: (outcome) => this.memory.store(key, slot, clientHold, outcome, false, this.runtime.epoch()),
+          heldNow: () => {
+            const now = this.runtime.epoch();
+            return longer(this.memory.hold(holdKeys, now), inForce(slot.hold, now) ? slot.hold : undefined);
+          },
         })
       : this.fromIdp(ask, slot, refresh, vouched(request));
-    if (this.shared) slot.lookedAt = now;
+    if (this.shared) {
+      slot.lookedAt = now;
+      slot.looking = looking;
+    }
     const outcome = fetching.then((outcome) => {
-      this.memory.store(key, slot, earnedHoldKey(request, ask.tokenUrl), outcome, refresh || ask.report.refresh === 'ahead', this.runtime.epoch());
+      this.memory.store(key, slot, clientHold, outcome, refresh || ask.report.refresh === 'ahead', this.runtime.epoch());
       return outcome;
     });
     const pending = { outcome, deadline: ask.deadline.at };
     slot.pending = pending;
     void outcome.finally(() => {
+      if (slot.looking === looking) slot.looking = undefined;
+      lookDone();
       if (slot.pending === pending) slot.pending = undefined;
     }).catch(() => undefined);
     return outcome;
@@ -181,7 +204,7 @@ export class TokenCache {
     if (refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
     const result = await exchangeResult(ask.exchange, this.runtime, this.runtime.instance, ask.deadline);
-    if ('token' in result) return { kind: 'token', entry: result.token, from: 'idp' };
+    if ('token' in result) return tokenOutcome(result.token, 'idp');
     const now = this.runtime.epoch();
     const { failure } = result;
     const rejection = failure.code === 'unauthorized' ? laterRejection(slot.rejection, { at: now, own: true }) : slot.rejection;

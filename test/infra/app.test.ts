@@ -113,7 +113,7 @@ describe('buildApp', () => {
   it('names the stack from context and passes the context on as props', () => {
     const app = newApp({ bundle: false, context: { stackName: 'AcmeTokens', memorySize: '1024', functionTimeoutSeconds: '15' } });
 
-    const stack = buildApp(app);
+    const [stack] = buildApp(app);
 
     expect(stack.stackName).toBe('AcmeTokens');
     Template.fromStack(stack).hasResourceProperties('AWS::Lambda::Function', { MemorySize: 1024, Timeout: 15 });
@@ -123,10 +123,10 @@ describe('buildApp', () => {
   it('is environment-agnostic unless CDK_DEPLOY_ACCOUNT and CDK_DEPLOY_REGION pin it', () => {
     delete process.env.CDK_DEPLOY_ACCOUNT;
     delete process.env.CDK_DEPLOY_REGION;
-    const agnostic = buildApp(newApp({ bundle: false }));
+    const [agnostic] = buildApp(newApp({ bundle: false }));
     process.env.CDK_DEPLOY_ACCOUNT = '123456789012';
     process.env.CDK_DEPLOY_REGION = 'eu-west-1';
-    const pinned = buildApp(newApp({ bundle: false }));
+    const [pinned] = buildApp(newApp({ bundle: false }));
 
     expect(Token.isUnresolved(agnostic.region)).toBe(true);
     expect(Token.isUnresolved(agnostic.account)).toBe(true);
@@ -167,7 +167,7 @@ describe('context keys', () => {
     };
 
     // Act
-    const stack = buildApp(newApp({ bundle: false, context }));
+    const [stack] = buildApp(newApp({ bundle: false, context }));
 
     // Assess
     expect(stack.stackName).toBe('AcmeTokens');

@@ -97,7 +97,11 @@ export class TokenExchangeStack extends Stack {
     });
     this.handler = this.tokenFunction.handler;
     this.network?.attach(this.handler);
-    this.storedCredentials?.letSign(this.tokenFunction.role);
+    if (this.storedCredentials) {
+      this.storedCredentials.letSign(this.tokenFunction.role);
+      // The function reads its keys' public halves as it starts: not before the keys and aliases exist.
+      this.handler.node.addDependency(this.storedCredentials);
+    }
 
     this.api = this.createApi(settings);
     if (settings.domainName !== undefined) {

@@ -191,6 +191,21 @@ describe('stored credentials in the stack', () => {
     expect(policy.map((statement) => statement.Sid)).toEqual(['AccountAdministersOnly', 'FunctionSignsOnly', 'FunctionReadsPublicKey']);
   });
 
+  it('creates the function only once its keys, their aliases and its grants exist', () => {
+    // Act
+    const template = templateWith([keyless(), withSecret()]);
+
+    // Assess
+    const [fn] = Object.values(template.findResources('AWS::Lambda::Function')) as { DependsOn: string[] }[];
+    const parts = Object.keys({
+      ...template.findResources('AWS::KMS::Key'),
+      ...template.findResources('AWS::KMS::Alias'),
+      ...template.findResources('AWS::IAM::ManagedPolicy'),
+    });
+    expect(parts).toHaveLength(3);
+    expect(fn?.DependsOn).toEqual(expect.arrayContaining(parts));
+  });
+
   it('grants the role nothing on a key it created: the key policy alone lets it sign', () => {
     // Act
     const template = templateWith([keyless()]);

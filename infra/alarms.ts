@@ -1,5 +1,4 @@
 import { Stack } from 'aws-cdk-lib';
-import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import { Alarm, ComparisonOperator, type IMetric, MathExpression, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
@@ -9,6 +8,7 @@ import { Construct } from 'constructs';
 import { IDP_FAILURE_OUTCOMES, METRIC_PERIOD, type ServiceMetrics } from './service-metrics';
 import type { SettingProblem } from './setting-problems';
 import { tableOperationsSum } from './table-metrics';
+import type { ApiMetrics } from './token-api';
 
 /** When each alarm fires; every count and rate is over one 5-minute period. */
 export interface AlarmThresholds {
@@ -75,7 +75,8 @@ export function alarmThresholdProblems(thresholds: AlarmThresholds): SettingProb
 export interface ServiceAlarmsProps {
   readonly metrics: ServiceMetrics;
   readonly handler: IFunction;
-  readonly api: HttpApi;
+  /** The API's own metrics (an HTTP API, or a REST API's stage). */
+  readonly api: ApiMetrics;
   /** With the shared cache: its table, whose errors and throttles get alarms too. */
   readonly table?: ITable;
   readonly thresholds: Required<AlarmThresholds>;

@@ -4,9 +4,12 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { LogLevel, TokenCacheMode } from '../lambda/config';
 import { unknownContextKeyProblems } from './context-keys';
+import { arnPlace } from './regions';
+import type { EndpointType } from './rest-token-api';
 import { InvalidSettingsError, type SettingName } from './setting-problems';
-import { type CallerAuthorization, TokenExchangeStack, type TokenExchangeStackProps, type TracingMode } from './token-exchange-stack';
 import type { StoredCredentialProps } from './stored-credentials';
+import type { ApiKind } from './token-api';
+import { type CallerAuthorization, TokenExchangeStack, type TokenExchangeStackProps, type TracingMode } from './token-exchange-stack';
 
 /** How a context key is read (`-c key=value` gives strings, cdk.json may give JSON values). */
 type ContextReader = (key: string) => unknown;
@@ -125,6 +128,13 @@ export function propsFromContext(read: ContextReader): TokenExchangeStackProps {
     allowAnyPublicTokenUrl: onOff('allowAnyPublicTokenUrl'),
     allowCleartextTokenUrls: onOff('allowCleartextTokenUrls'),
     callerAuthorization: text('callerAuthorization')?.toLowerCase() as CallerAuthorization | undefined,
+    api: text('api')?.toLowerCase() as ApiKind | undefined,
+    endpoint: text('endpoint')?.toLowerCase() as EndpointType | undefined,
+    vpcEndpointIds: list('vpcEndpointIds'),
+    callerAccounts: list('callerAccounts'),
+    callerOrgId: text('callerOrgId'),
+    webAclArn: text('webAclArn'),
+    keyRegions: list('keyRegions'),
     upstreamTimeoutMs: number('upstreamTimeoutMs'),
     tokenCache: cacheMode('tokenCache'),
     tokenCacheKmsKeyArn: text('tokenCacheKmsKeyArn'),
@@ -186,34 +196,103 @@ export function settingContextKeys(): string[] {
   return keys;
 }
 
+/** Settings whose values belong to one region: with several keyRegions, one of each per region, or none. */
+const REGIONAL_ARN_KEYS = ['certificateArn', 'tokenCacheKmsKeyArn', 'webAclArn'] as const;
+const REGIONAL_ID_KEYS = ['vpcId', 'vpcSubnetIds', 'vpcSecurityGroupIds', 'vpcEndpointIds'] as const;
+
 /**
- * The CDK app: one stack, named by context `stackName`, checked against the AwsSolutions rules at
- * every synth. A context key that is no setting and not the CDK's stops it, naming the nearest setting.
+ * The CDK app: one stack, named by context `stackName`; with `keyRegions`, one per region (ids
+ * `NAME-REGION`, each CloudFormation stack named NAME in its region), the first region's holding the
+ * primary keys, which the others replicate by reading its outputs (so they deploy after it).
+ * Every stack is checked against the AwsSolutions rules at every synth. A context key that is no
+ * setting and not the CDK's stops it, naming the nearest setting.
  */
-export function buildApp(app: App = new App()): TokenExchangeStack {
+export function buildApp(app: App = new App()): [TokenExchangeStack, ...TokenExchangeStack[]] {
   const read: ContextReader = (key) => app.node.tryGetContext(key);
   const unknownKeys = unknownContextKeyProblems(Object.keys(app.node.getAllContext() as object), settingContextKeys());
   if (unknownKeys.length > 0) throw new Error(unknownKeys.join('\n'));
   const stackName = read('stackName') ?? 'TokenExchange';
   if (typeof stackName !== 'string') throw new Error(`Context key "stackName" must be a string, got ${JSON.stringify(stackName)}`);
-  let stack: TokenExchangeStack;
-  try {
-    stack = new TokenExchangeStack(app, stackName, {
-      ...propsFromContext(read),
-      description: 'OAuth 2.0 client-credentials token exchange (Lambda behind an HTTP API)',
-      // Environment-agnostic unless pinned: nothing here looks anything up, so one template deploys to
-      // whichever account and region `cdk deploy` targets. (CDK_DEFAULT_REGION would pin it to whatever
-      // region synth happened to guess, us-east-1 without AWS configuration.)
-      env: { account: process.env.CDK_DEPLOY_ACCOUNT || undefined, region: process.env.CDK_DEPLOY_REGION || undefined },
-    });
-  } catch (error) {
-    // The refusal names the context keys the user typed, not the props they became.
-    if (error instanceof InvalidSettingsError) throw new Error(error.describe('settings (-c KEY=VALUE or cdk.json)', contextKeyOf));
-    throw error;
+  const props = {
+    ...propsFromContext(read),
+    description: 'OAuth 2.0 client-credentials token exchange (Lambda behind API Gateway)',
+  };
+  const account = process.env.CDK_DEPLOY_ACCOUNT || undefined;
+  const regions = props.keyRegions;
+  let stacks: [TokenExchangeStack, ...TokenExchangeStack[]];
+  if (regions === undefined) {
+    // Environment-agnostic unless pinned: nothing here looks anything up, so one template deploys to
+    // whichever account and region `cdk deploy` targets. (CDK_DEFAULT_REGION would pin it to whatever
+    // region synth happened to guess, us-east-1 without AWS configuration.)
+    stacks = [
+      named(
+        '',
+        () => new TokenExchangeStack(app, stackName, { ...props, env: { account, region: process.env.CDK_DEPLOY_REGION || undefined } }),
+      ),
+    ];
+  } else {
+    const problems = multiRegionProblems(props, regions);
+    if (problems.length > 0) throw new Error(`Invalid settings (-c KEY=VALUE or cdk.json):\n- ${problems.join('\n- ')}`);
+    const [primaryRegion, ...replicaRegions] = regions;
+    const stackIn = (region: string, primaryKeyArns?: Readonly<Record<string, string>>) =>
+      named(
+        ` of the stack in ${region}`,
+        () =>
+          new TokenExchangeStack(app, `${stackName}-${region}`, {
+            ...props,
+            ...regionalArns(props, region),
+            stackName,
+            primaryKeyArns,
+            env: { account, region },
+          }),
+      );
+    const primary = stackIn(primaryRegion as string);
+    const keyArns = primary.storedCredentials?.createdKeyArns ?? {};
+    stacks = [primary, ...replicaRegions.map((region) => stackIn(region, Object.keys(keyArns).length > 0 ? keyArns : undefined))];
   }
   // cdk-nag 3 is a policy validation plugin: an unacknowledged finding fails synth, and so deploy.
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
-  return stack;
+  return stacks;
+}
+
+/** Build a stack; a refusal names the context keys the user typed, not the props they became. */
+function named(whose: string, build: () => TokenExchangeStack): TokenExchangeStack {
+  try {
+    return build();
+  } catch (error) {
+    if (error instanceof InvalidSettingsError) throw new Error(error.describe(`settings${whose} (-c KEY=VALUE or cdk.json)`, contextKeyOf));
+    throw error;
+  }
+}
+
+/**
+ * With keyRegions every region's stack gets the same context. An ARN of one region is given once per
+ * region (comma-separated) and each stack takes its own; an id of one region's network has no
+ * counterpart elsewhere, so more than one region cannot share it.
+ */
+function multiRegionProblems(props: TokenExchangeStackProps, regions: readonly string[]): string[] {
+  const problems: string[] = [];
+  if (process.env.CDK_DEPLOY_REGION) {
+    problems.push('CDK_DEPLOY_REGION pins one region, and keyRegions deploys a stack to each of its regions: unset one of them');
+  }
+  if (regions.length > 1) {
+    for (const key of REGIONAL_ID_KEYS.filter((key) => props[key] !== undefined)) {
+      problems.push(`${key} names a network of one region, and keyRegions deploys ${regions.length}: deploy such regions as separate apps`);
+    }
+  }
+  return problems;
+}
+
+/** Each regional ARN setting as the one in `region` (or, if there is none, the first, which the stack then refuses by region). */
+function regionalArns(props: TokenExchangeStackProps, region: string): Partial<TokenExchangeStackProps> {
+  return Object.fromEntries(
+    REGIONAL_ARN_KEYS.flatMap((key) => {
+      const value = props[key];
+      if (value === undefined) return [];
+      const arns = value.split(',').map((arn) => arn.trim());
+      return [[key, arns.find((arn) => arnPlace(arn)?.region === region) ?? arns[0]]];
+    }),
+  );
 }
 
 if (require.main === module) {

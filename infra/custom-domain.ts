@@ -1,10 +1,11 @@
-import { CfnOutput, Stack, Token } from 'aws-cdk-lib';
-import { ApiMapping, DomainName, type IHttpApi, type IHttpStage, SecurityPolicy } from 'aws-cdk-lib/aws-apigatewayv2';
+import { CfnOutput, Stack } from 'aws-cdk-lib';
+import { DomainName, SecurityPolicy } from 'aws-cdk-lib/aws-apigatewayv2';
 import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
 import { ARecord, HostedZone, RecordTarget } from 'aws-cdk-lib/aws-route53';
 import { ApiGatewayv2DomainProperties } from 'aws-cdk-lib/aws-route53-targets';
 import { Construct } from 'constructs';
 import type { SettingProblem } from './setting-problems';
+import type { TokenApi } from './token-api';
 
 /** The API's own name, instead of or beside its execute-api address. */
 export interface CustomDomainSettings {
@@ -15,8 +16,8 @@ export interface CustomDomainSettings {
 }
 
 export interface CustomDomainProps {
-  readonly api: IHttpApi;
-  readonly stage: IHttpStage;
+  /** The API whose stage the name serves, HTTP or REST. */
+  readonly api: TokenApi;
   /** `auth.example.com`: the name callers use. */
   readonly domainName: string;
   /** An ACM certificate for the name, in the stack's region. */
@@ -27,11 +28,11 @@ export interface CustomDomainProps {
 
 // A DNS name of two or more labels; a wildcard is the certificate's business, not the API's name.
 const DOMAIN_NAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$/;
-const CERTIFICATE_ARN = /^arn:aws[a-z-]*:acm:([a-z0-9-]+):\d{12}:certificate\/[A-Za-z0-9-]+$/;
+const CERTIFICATE_ARN = /^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate\/[A-Za-z0-9-]+$/;
 const HOSTED_ZONE_ID = /^Z[A-Z0-9]{1,31}$/;
 
-/** One message per problem, naming the settings; `region` is the stack's, when it is known at synth. */
-export function customDomainProblems(settings: CustomDomainSettings, region: string): SettingProblem[] {
+/** One message per problem, naming the settings (the certificate's region is checked with the stack's other regional ARNs). */
+export function customDomainProblems(settings: CustomDomainSettings): SettingProblem[] {
   const { domainName, certificateArn, hostedZoneId, disableExecuteApiEndpoint } = settings;
   const problems: SettingProblem[] = [];
   if (domainName === undefined) {
@@ -47,20 +48,14 @@ export function customDomainProblems(settings: CustomDomainSettings, region: str
   if (!DOMAIN_NAME.test(domainName)) {
     problems.push((name) => `${name('domainName')} must be a lower-case DNS name like auth.example.com, got "${domainName}"`);
   }
-  const certificateRegion = certificateArn === undefined ? undefined : CERTIFICATE_ARN.exec(certificateArn)?.[1];
   if (certificateArn === undefined) {
     problems.push(
       (name) => `${name('domainName')} needs ${name('certificateArn')}: an ACM certificate for the name, in the stack's region`,
     );
-  } else if (certificateRegion === undefined) {
+  } else if (!CERTIFICATE_ARN.test(certificateArn)) {
     problems.push(
       (name) =>
         `${name('certificateArn')} must be an ACM certificate ARN (arn:aws:acm:REGION:ACCOUNT:certificate/ID), got "${certificateArn}"`,
-    );
-  } else if (!Token.isUnresolved(region) && certificateRegion !== region) {
-    problems.push(
-      (name) =>
-        `${name('certificateArn')} is in ${certificateRegion}, but a regional API's certificate must be in its own region, ${region}`,
     );
   }
   if (hostedZoneId !== undefined && !HOSTED_ZONE_ID.test(hostedZoneId)) {
@@ -71,7 +66,7 @@ export function customDomainProblems(settings: CustomDomainSettings, region: str
 
 /**
  * The API under a name of yours: a regional API Gateway domain (TLS 1.2 at least) with the
- * certificate, mapped to the stage. With a hosted zone, a latency-routed alias record for the
+ * certificate, mapped to the stage of either kind of API. With a hosted zone, a latency-routed alias record for the
  * stack's region, so the same name can front a stack in another region beside this one.
  */
 export class CustomDomain extends Construct {
@@ -85,7 +80,7 @@ export class CustomDomain extends Construct {
       certificate: Certificate.fromCertificateArn(this, 'Certificate', props.certificateArn),
       securityPolicy: SecurityPolicy.TLS_1_2,
     });
-    new ApiMapping(this, 'Mapping', { api: props.api, domainName: domain, stage: props.stage });
+    props.api.mapDomain(this, 'Mapping', domain);
     if (props.hostedZoneId !== undefined) {
       const region = Stack.of(this).region;
       new ARecord(this, 'Alias', {

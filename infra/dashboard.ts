@@ -1,5 +1,4 @@
 import { Stack } from 'aws-cdk-lib';
-import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import {
   type Alarm,
   AlarmStatusWidget,
@@ -16,11 +15,13 @@ import { Construct } from 'constructs';
 import type { TokenCacheMode } from '../lambda/config';
 import { type CacheTier, IDP_FAILURE_OUTCOMES, METRIC_PERIOD, OUTCOMES, type ServiceMetrics } from './service-metrics';
 import { tableOperationsSum } from './table-metrics';
+import type { ApiMetrics } from './token-api';
 
 export interface ServiceDashboardProps {
   readonly metrics: ServiceMetrics;
   readonly handler: IFunction;
-  readonly api: HttpApi;
+  /** The API's own metrics (an HTTP API, or a REST API's stage). */
+  readonly api: ApiMetrics;
   readonly tokenCache: TokenCacheMode;
   /** With the shared cache: its table. */
   readonly table?: ITable;

@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import { isPublicUnicast } from '../lambda/policy/address-ranges';
 import type { AllowlistEntry } from '../lambda/policy/token-url-policy';
 import type { SettingProblem } from './setting-problems';
+import type { FunctionGrant } from './token-function';
 
 /** Where the function runs: Lambda's own network (none set), or subnets of a VPC of yours. */
 export interface FunctionNetworkSettings {
@@ -19,17 +20,23 @@ export interface FunctionNetworkSettings {
 export interface FunctionNetworkProps {
   readonly vpcId: string;
   readonly subnetIds: readonly string[];
-  /** Left out, the construct creates a security group whose only rules are egress to `egressPorts`. */
+  /** Left out, the construct creates a security group whose only rules are `egress`. */
   readonly securityGroupIds?: readonly string[];
-  /** TCP ports the function connects out to, to any address. */
-  readonly egressPorts: readonly number[];
+  /** Where the function connects out to: TCP ports, each to an address or to any. */
+  readonly egress: readonly EgressRule[];
+}
+
+/** One way out: a TCP port, to one address (an allowlist entry's IP literal) or to any (`0.0.0.0/0` and `::/0`). */
+export interface EgressRule {
+  readonly port: number;
+  readonly to: 'any' | { readonly address: string };
 }
 
 const VPC_ID = /^vpc-[0-9a-f]{8}(?:[0-9a-f]{9})?$/;
 const SUBNET_ID = /^subnet-[0-9a-f]{8}(?:[0-9a-f]{9})?$/;
 const SECURITY_GROUP_ID = /^sg-[0-9a-f]{8}(?:[0-9a-f]{9})?$/;
 
-/** HTTPS: the default token URL port, and how the function reaches DynamoDB and Secrets Manager. */
+/** HTTPS: the default token URL port, and how the function reaches DynamoDB, Secrets Manager and KMS. */
 const HTTPS_PORT = 443;
 
 /** One message per problem: the subnets and groups need their VPC, the VPC its subnets, and each id its form. */
@@ -61,9 +68,23 @@ export function networkSettingProblems({ vpcId, vpcSubnetIds, vpcSecurityGroupId
   return problems;
 }
 
-/** The ports the function's own security group lets out: HTTPS, and the port of each allowlist entry. */
-export function egressPorts(allowlist: readonly AllowlistEntry[]): number[] {
-  return [...new Set([HTTPS_PORT, ...allowlist.map((entry) => Number(entry.port))])].sort((a, b) => a - b);
+/**
+ * Where the function's own security group lets it out: each allowlist entry's port, to the entry's
+ * address when it names one literally, else anywhere (a name resolves to whatever its DNS says);
+ * 443 anywhere when any public https URL is allowed, or when the function calls AWS (the shared
+ * cache's table and pepper, stored credentials' secrets and keys), whose endpoints, in the VPC or
+ * past a NAT gateway, the stack cannot name.
+ */
+export function egressRules(allowlist: readonly AllowlistEntry[], callsAws: boolean): EgressRule[] {
+  const rules: EgressRule[] = allowlist.map(({ host, port }) => ({ port: Number(port), to: isIP(host) === 0 ? 'any' : { address: host } }));
+  if (allowlist.length === 0 || callsAws) rules.push({ port: HTTPS_PORT, to: 'any' });
+  const open = new Set(rules.filter((rule) => rule.to === 'any').map((rule) => rule.port));
+  const kept = new Map<string, EgressRule>();
+  for (const rule of rules) {
+    if (rule.to !== 'any' && open.has(rule.port)) continue;
+    kept.set(`${rule.port} ${rule.to === 'any' ? '*' : rule.to.address}`, rule);
+  }
+  return [...kept.values()].sort((a, b) => a.port - b.port);
 }
 
 /** An entry naming a private or loopback address, or `localhost`: an address only a network of your own can reach. */
@@ -105,7 +126,7 @@ export class FunctionNetwork extends Construct {
     if (props.securityGroupIds) {
       this.securityGroupIds = props.securityGroupIds;
     } else {
-      this.securityGroup = egressOnlyGroup(this, props.vpcId, props.egressPorts);
+      this.securityGroup = egressOnlyGroup(this, props.vpcId, props.egress);
       this.securityGroupIds = [this.securityGroup.attrGroupId];
     }
   }
@@ -119,32 +140,46 @@ export class FunctionNetwork extends Construct {
    * What Lambda needs of the function's role to give it network interfaces in the VPC: the two
    * Describe actions work only on every resource; the others only within this VPC.
    */
-  accessStatements(): PolicyStatement[] {
+  functionGrant(): FunctionGrant {
     const vpcArn = Stack.of(this).formatArn({ service: 'ec2', resource: 'vpc', resourceName: this.vpcId });
-    return [
-      new PolicyStatement({ actions: ['ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets'], resources: ['*'] }),
-      new PolicyStatement({
-        actions: [
-          'ec2:CreateNetworkInterface',
-          'ec2:DeleteNetworkInterface',
-          'ec2:AssignPrivateIpAddresses',
-          'ec2:UnassignPrivateIpAddresses',
+    return {
+      duty: 'manages its network interfaces in its VPC',
+      inlinePolicies: {
+        UseVpcNetworkInterfaces: [
+          new PolicyStatement({ actions: ['ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets'], resources: ['*'] }),
+          new PolicyStatement({
+            actions: [
+              'ec2:CreateNetworkInterface',
+              'ec2:DeleteNetworkInterface',
+              'ec2:AssignPrivateIpAddresses',
+              'ec2:UnassignPrivateIpAddresses',
+            ],
+            resources: ['*'],
+            conditions: { ArnEquals: { 'ec2:Vpc': vpcArn } },
+          }),
         ],
-        resources: ['*'],
-        conditions: { ArnEquals: { 'ec2:Vpc': vpcArn } },
-      }),
-    ];
+      },
+      onAnyResourceBecause: FunctionNetwork.DESCRIBE_ON_ANY_RESOURCE,
+    };
   }
 }
 
 /** Egress rules replace the group's default allow-all egress; no ingress rule, so nothing gets in. */
-function egressOnlyGroup(scope: Construct, vpcId: string, ports: readonly number[]): CfnSecurityGroup {
+function egressOnlyGroup(scope: Construct, vpcId: string, egress: readonly EgressRule[]): CfnSecurityGroup {
+  const ports = [...new Set(egress.map((rule) => rule.port))];
   return new CfnSecurityGroup(scope, 'SecurityGroup', {
     vpcId,
     groupDescription: `Token exchange function: out to TCP ${ports.join(', ')} only, nothing in`,
-    securityGroupEgress: ports.flatMap((port) => [
-      { ipProtocol: 'tcp', fromPort: port, toPort: port, cidrIp: '0.0.0.0/0', description: `TCP ${port} out, IPv4` },
-      { ipProtocol: 'tcp', fromPort: port, toPort: port, cidrIpv6: '::/0', description: `TCP ${port} out, IPv6` },
-    ]),
+    securityGroupEgress: egress.flatMap(({ port, to }) => {
+      const rule = { ipProtocol: 'tcp', fromPort: port, toPort: port };
+      if (to !== 'any') {
+        const cidr = isIP(to.address) === 6 ? { cidrIpv6: `${to.address}/128` } : { cidrIp: `${to.address}/32` };
+        return [{ ...rule, ...cidr, description: `TCP ${port} out to ${to.address}` }];
+      }
+      return [
+        { ...rule, cidrIp: '0.0.0.0/0', description: `TCP ${port} out, IPv4` },
+        { ...rule, cidrIpv6: '::/0', description: `TCP ${port} out, IPv6` },
+      ];
+    }),
   });
 }

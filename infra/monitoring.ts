@@ -1,4 +1,3 @@
-import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import type { Alarm, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
@@ -12,12 +11,14 @@ import { ServiceDashboard } from './dashboard';
 import { LogQueries } from './log-queries';
 import { ServiceMetrics } from './service-metrics';
 import type { SettingProblem } from './setting-problems';
+import type { ApiMetrics } from './token-api';
 
 export interface MonitoringProps {
   /** The namespace of the function's EMF metrics (`metricsNamespace`). */
   readonly metricsNamespace: string;
   readonly handler: IFunction;
-  readonly api: HttpApi;
+  /** The API's own metrics (an HTTP API, or a REST API's stage). */
+  readonly api: ApiMetrics;
   readonly functionLogs: ILogGroup;
   readonly accessLogs: ILogGroup;
   readonly tokenCache: TokenCacheMode;

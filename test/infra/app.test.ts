@@ -113,7 +113,7 @@ describe('buildApp', () => {
   it('names the stack from context and passes the context on as props', () => {
     const app = newApp({ bundle: false, context: { stackName: 'AcmeTokens', memorySize: '1024', functionTimeoutSeconds: '15' } });
 
-    const stack = buildApp(app);
+    const [stack] = buildApp(app);
 
     expect(stack.stackName).toBe('AcmeTokens');
     Template.fromStack(stack).hasResourceProperties('AWS::Lambda::Function', { MemorySize: 1024, Timeout: 15 });
@@ -123,10 +123,10 @@ describe('buildApp', () => {
   it('is environment-agnostic unless CDK_DEPLOY_ACCOUNT and CDK_DEPLOY_REGION pin it', () => {
     delete process.env.CDK_DEPLOY_ACCOUNT;
     delete process.env.CDK_DEPLOY_REGION;
-    const agnostic = buildApp(newApp({ bundle: false }));
+    const [agnostic] = buildApp(newApp({ bundle: false }));
     process.env.CDK_DEPLOY_ACCOUNT = '123456789012';
     process.env.CDK_DEPLOY_REGION = 'eu-west-1';
-    const pinned = buildApp(newApp({ bundle: false }));
+    const [pinned] = buildApp(newApp({ bundle: false }));
 
     expect(Token.isUnresolved(agnostic.region)).toBe(true);
     expect(Token.isUnresolved(agnostic.account)).toBe(true);
@@ -167,7 +167,7 @@ describe('context keys', () => {
     };
 
     // Act
-    const stack = buildApp(newApp({ bundle: false, context }));
+    const [stack] = buildApp(newApp({ bundle: false, context }));
 
     // Assess
     expect(stack.stackName).toBe('AcmeTokens');
@@ -197,6 +197,15 @@ describe('context keys', () => {
     [{ monitoring: 'off', alarmLatencyP99Ms: '100' }, /- alarmLatencyP99Ms needs monitoring on \(it is off\)/],
     [{ vpcSubnetIds: 'subnet-0123456789abcdef0' }, /- vpcSubnetIds needs vpcId, the VPC they belong to/],
     [{ credentialsFile: 'infra/credentials.example.json' }, /- credentialsFile needs callerAuthorization=iam/],
+    [
+      {
+        credentialsFile: 'infra/credentials.example.json',
+        callerAuthorization: 'iam',
+        allowAnyPublicTokenUrl: 'false',
+        allowedTokenUrls: 'https://login.example.com',
+      },
+      /- credentialsFile: the function would not start: the entry "orders-api" has a tokenUrl the token URL policy refuses: it is not in the allowlist/,
+    ],
   ])('names the context key the user typed, not the prop it becomes: %p', (context, message) => {
     const act = () => buildApp(newApp({ bundle: false, context }));
 
@@ -211,6 +220,24 @@ describe('context keys', () => {
 
     expect(props.map(contextKeyOf).filter((key) => !settingContextKeys().includes(key))).toEqual([]);
     expect(contextKeyOf('logRetention')).toBe('logRetentionDays');
+  });
+
+  it('lists every problem of the API, the network and the keys in one refusal, each by the key typed', () => {
+    // Prepare: REST-only settings with the HTTP API, a VPC without subnets, a key region that is none
+    const context = {
+      webAclArn: 'arn:aws:wafv2:eu-west-1:123456789012:regional/webacl/x/a1b2c3d4-5678-90ab-cdef-0123456789ab',
+      callerOrgId: 'o-a1b2c3d4e5',
+      vpcId: 'vpc-0123456789abcdef0',
+      keyRegions: 'mars',
+    };
+
+    // Act
+    const act = () => buildApp(newApp({ bundle: false, context }));
+
+    // Assess
+    expect(act).toThrow(
+      /^Invalid settings of the stack in mars \(-c KEY=VALUE or cdk.json\):\n- vpcId needs vpcSubnetIds: .*\n- callerOrgId needs api=rest: .*\n- webAclArn needs api=rest: .*\n- keyRegions entries must be regions like eu-west-1, got "mars"\n- webAclArn is in eu-west-1, but the stack deploys to mars.*$/,
+    );
   });
 
   it('says that -c throttleRateLimit=-1 must be above 0, not that it is no number', () => {

@@ -136,7 +136,7 @@ describe('callerAuthorization', () => {
     const app = bareApp({ callerAuthorization: 'iam', allowedTokenUrls: 'https://login.example.com' });
 
     // Act
-    const stack = buildApp(app);
+    const [stack] = buildApp(app);
 
     // Assess
     const synthesized = Template.fromStack(stack);
@@ -224,7 +224,7 @@ describe('no open relay by accident', () => {
 
   it('deploys an empty TOKEN_URL_ALLOWLIST when allowAnyPublicTokenUrl=true says so', () => {
     // Act
-    const stack = buildApp(bareApp({ allowAnyPublicTokenUrl: 'true' }));
+    const [stack] = buildApp(bareApp({ allowAnyPublicTokenUrl: 'true' }));
 
     // Assess
     Template.fromStack(stack).hasResourceProperties('AWS::Lambda::Function', {

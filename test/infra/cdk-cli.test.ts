@@ -28,7 +28,8 @@ beforeAll(() => {
 
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-function cdk(name: string, args: string[]): Promise<CliRun> {
+/** The CDK CLI, or with `npm: true` the package's own script (`npm run synth -- ...`). */
+function cdk(name: string, args: string[], { npm = false } = {}): Promise<CliRun> {
   const log = join(scratch, `${name}.network.log`);
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
@@ -41,9 +42,11 @@ function cdk(name: string, args: string[]): Promise<CliRun> {
     LOOPBACK_ONLY_LOG: log,
   };
   return new Promise((resolve) => {
+    const command = npm ? 'npm' : process.execPath;
+    const output = ['--output', join(scratch, `${name}.out`)];
     execFile(
-      process.execPath,
-      [CDK, ...args, '--output', join(scratch, `${name}.out`)],
+      command,
+      npm ? ['run', '--silent', ...args, '--', ...output] : [CDK, ...args, ...output],
       { cwd: REPO_ROOT, env, timeout: CLI_TIMEOUT_MS },
       (error, stdout, stderr) => {
         const networkAttempts = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : [];
@@ -74,6 +77,20 @@ describe('the CDK CLI with no token URL choice', () => {
     async () => {
       // Act
       const run = await cdk('synth', ['synth', '--quiet']);
+
+      // Assess
+      expect(run.output).toContain(OPEN_RELAY_REFUSAL);
+      expect(run.code).not.toBe(0);
+      expect(run.networkAttempts).toEqual([]);
+    },
+    CLI_TIMEOUT_MS,
+  );
+
+  it(
+    'stops `npm run synth` with the open-relay refusal too: the script makes no choice for the user',
+    async () => {
+      // Act
+      const run = await cdk('npm-synth', ['synth'], { npm: true });
 
       // Assess
       expect(run.output).toContain(OPEN_RELAY_REFUSAL);

@@ -26,7 +26,7 @@ describe('the app with no token URL choice', () => {
     const app = appAsTheCliRunsIt(NO_ASSET_BUILT);
 
     // Act
-    const stack = buildApp(app);
+    const [stack] = buildApp(app);
     const assembly = app.synth();
 
     // Assess
@@ -38,7 +38,7 @@ describe('the app with no token URL choice', () => {
     const app = appAsTheCliRunsIt(NO_ASSET_BUILT);
 
     // Act
-    const stack = buildApp(app);
+    const [stack] = buildApp(app);
 
     // Assess
     const errors = app

@@ -84,7 +84,7 @@ describe('cdk-nag AwsSolutions', () => {
   it('fails the synth of the app when a finding is not acknowledged', () => {
     // Prepare: an unauthorized route the stack did not acknowledge, in the app as buildApp makes it
     const app = newApp({ bundle: false });
-    const stack = buildApp(app);
+    const [stack] = buildApp(app);
     const extra = new HttpApi(stack, 'Unreviewed', { createDefaultStage: false });
     extra.addRoutes({ path: '/open', methods: [HttpMethod.GET], integration: new HttpUrlIntegration('Url', 'https://idp.example.com/') });
 

@@ -18,6 +18,16 @@ beforeAll(() => {
   inVpc = synthesize(IN_A_VPC);
 });
 
+/** The security group's egress rules as `protocol from-to cidr`. */
+function egress(template: Template): string[] {
+  const [group] = Object.values(template.findResources('AWS::EC2::SecurityGroup')) as {
+    Properties: { SecurityGroupEgress: Record<string, unknown>[] };
+  }[];
+  return (group?.Properties.SecurityGroupEgress ?? []).map(
+    ({ IpProtocol, FromPort, ToPort, CidrIp, CidrIpv6 }) => `${IpProtocol} ${FromPort}-${ToPort} ${CidrIp ?? CidrIpv6}`,
+  );
+}
+
 const rolePolicy = (template: Template, name: string): unknown => {
   const [role] = Object.values(template.findResources('AWS::IAM::Role')) as {
     Properties: { Policies: { PolicyName: string; PolicyDocument: unknown }[] };
@@ -32,28 +42,44 @@ describe('the function in a VPC (vpcId, vpcSubnetIds)', () => {
     });
   });
 
-  it("lets the function out on 443 and the allowlist's ports only, IPv4 and IPv6, and lets nothing in", () => {
+  it("lets the function out only to the allowlist: a name's port anywhere (IPv4 and IPv6), an address literal's port to that address alone, and lets nothing in", () => {
     inVpc.template.resourceCountIs('AWS::EC2::SecurityGroup', 1);
     const [group] = Object.values(inVpc.template.findResources('AWS::EC2::SecurityGroup')) as { Properties: Record<string, unknown> }[];
-    const rules = (group?.Properties.SecurityGroupEgress as Record<string, unknown>[]).map(
-      ({ IpProtocol, FromPort, ToPort, CidrIp, CidrIpv6 }) => `${IpProtocol} ${FromPort}-${ToPort} ${CidrIp ?? CidrIpv6}`,
-    );
 
     expect(group?.Properties.VpcId).toBe(VPC);
-    expect(rules).toEqual(['tcp 443-443 0.0.0.0/0', 'tcp 443-443 ::/0', 'tcp 8443-8443 0.0.0.0/0', 'tcp 8443-8443 ::/0']);
+    expect(egress(inVpc.template)).toEqual(['tcp 443-443 0.0.0.0/0', 'tcp 443-443 ::/0', 'tcp 8443-8443 10.0.0.5/32']);
     expect(group?.Properties.SecurityGroupIngress).toBeUndefined();
     inVpc.template.resourceCountIs('AWS::EC2::SecurityGroupIngress', 0);
   });
 
-  it('opens 443 alone with any public https URL allowed', () => {
-    const { template } = synthesize({ allowAnyPublicTokenUrl: true, vpcId: VPC, vpcSubnetIds: SUBNETS });
+  it('opens no 443 when no allowlist entry uses it and the function calls no AWS service', () => {
+    const { template } = synthesize({ ...IN_A_VPC, allowedTokenUrls: ['https://10.0.0.5:8443/oauth2/', 'https://[fd00::5]:9443'] });
 
-    template.hasResourceProperties('AWS::EC2::SecurityGroup', {
-      SecurityGroupEgress: [
-        Match.objectLike({ FromPort: 443, CidrIp: '0.0.0.0/0' }),
-        Match.objectLike({ FromPort: 443, CidrIpv6: '::/0' }),
-      ],
-    });
+    expect(egress(template)).toEqual(['tcp 8443-8443 10.0.0.5/32', 'tcp 9443-9443 fd00::5/128']);
+  });
+
+  it.each<[string, TokenExchangeStackProps]>([
+    ['the shared cache (DynamoDB and Secrets Manager)', { tokenCache: 'shared' }],
+    [
+      'stored credentials (Secrets Manager and KMS)',
+      {
+        callerAuthorization: 'iam',
+        storedCredentials: [
+          {
+            name: 'orders-api',
+            clientId: 'orders',
+            tokenUrl: 'https://10.0.0.5:8443/oauth2/token',
+            method: 'client_secret_post',
+            secretName: 'orders',
+            callers: ['arn:aws:iam::123456789012:role/orders'],
+          },
+        ],
+      },
+    ],
+  ])('opens 443 anywhere for the AWS endpoints of %s', (_case, props) => {
+    const { template } = synthesize({ ...IN_A_VPC, allowedTokenUrls: ['https://10.0.0.5:8443/oauth2/'], ...props });
+
+    expect(egress(template)).toEqual(['tcp 443-443 0.0.0.0/0', 'tcp 443-443 ::/0', 'tcp 8443-8443 10.0.0.5/32']);
   });
 
   it('uses the security groups given instead, and creates none', () => {
@@ -116,7 +142,7 @@ describe('the function in a VPC (vpcId, vpcSubnetIds)', () => {
       vpcSecurityGroupIds: 'sg-0123456789abcdef0',
     };
 
-    const stack = buildApp(newApp({ bundle: false, context }));
+    const [stack] = buildApp(newApp({ bundle: false, context }));
 
     expect(stack.network?.subnetIds).toEqual(SUBNETS);
     expect(stack.network?.securityGroupIds).toEqual(['sg-0123456789abcdef0']);

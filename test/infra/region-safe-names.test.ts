@@ -61,7 +61,15 @@ const UNNAMED_TYPES = new Set([
   'AWS::SNS::Subscription',
   'AWS::SNS::TopicPolicy',
   'AWS::KMS::Key',
+  'AWS::KMS::ReplicaKey',
   'AWS::CDK::Metadata',
+  'AWS::ApiGateway::RestApi', // Name is a label, as the HTTP API's
+  'AWS::ApiGateway::Deployment',
+  'AWS::ApiGateway::Stage', // within its API
+  'AWS::ApiGateway::Resource',
+  'AWS::ApiGateway::Method',
+  'AWS::WAFv2::WebACLAssociation',
+  'AWS::IAM::ManagedPolicy', // ManagedPolicyName left out: CloudFormation makes one
 ]);
 
 const templateOf = (id: string, props: TokenExchangeStackProps) =>
@@ -87,11 +95,51 @@ beforeAll(() => {
   virginia = templateOf('TokenExchange', everything('us-east-1'));
 });
 
+/** The REST API's variant, with every resource it adds: a web ACL, stored credentials with a multi-Region key replica. */
+const restReplica = (region: string): TokenExchangeStackProps => ({
+  ...everything(region),
+  api: 'rest',
+  corsOrigins: undefined,
+  callerAccounts: ['111122223333'],
+  webAclArn: `arn:aws:wafv2:${region}:${ACCOUNT}:regional/webacl/token-exchange/a1b2c3d4-5678-90ab-cdef-0123456789ab`,
+  keyRegions: ['eu-central-1', region],
+  primaryKeyArns: { 'orders-api': `arn:aws:kms:eu-central-1:${ACCOUNT}:key/mrk-0123456789abcdef0123456789abcdef` },
+  storedCredentials: [
+    {
+      name: 'orders-api',
+      clientId: 'orders',
+      tokenUrl: 'https://login.example.com/oauth2/token',
+      method: 'private_key_jwt',
+      key: 'kms',
+      callers: [`arn:aws:iam::${ACCOUNT}:role/orders`],
+    },
+    {
+      name: 'billing-api',
+      clientId: 'billing',
+      tokenUrl: 'https://login.example.com/oauth2/token',
+      method: 'client_secret_post',
+      secretName: 'billing',
+      callers: [`arn:aws:iam::${ACCOUNT}:role/billing`],
+    },
+  ],
+});
+
 describe('physical names', () => {
   it('are known for every resource type the stack can create', () => {
-    const types = new Set(resources(ireland).map(({ Type }) => Type));
+    const types = new Set(
+      [...resources(ireland), ...resources(templateOf('TokenExchange', restReplica('eu-west-1')))].map(({ Type }) => Type),
+    );
 
     expect([...types].filter((type) => !(type in NAMING_PROPERTIES) && !UNNAMED_TYPES.has(type))).toEqual([]);
+  });
+
+  it('of the REST variant are not shared by two regions of one account either', () => {
+    const [ireland, virginia] = ['eu-west-1', 'us-east-1'].map((region) => templateOf('TokenExchange', restReplica(region))) as [
+      Template,
+      Template,
+    ];
+
+    expect(physicalNames(ireland, ['account']).filter((name) => physicalNames(virginia, ['account']).includes(name))).toEqual([]);
   });
 
   it('unique across an account are not shared by two regions of it: the dashboard names its region, each DNS record is its own', () => {

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Validations } from 'aws-cdk-lib';
+import { Token, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
@@ -49,19 +49,27 @@ function stackWith(credentials: readonly unknown[], props: TokenExchangeStackPro
 const templateWith = (credentials: readonly unknown[], props: TokenExchangeStackProps = {}) =>
   Template.fromStack(stackWith(credentials, props));
 
-function storedVariable(template: Template): Record<string, unknown>[] {
-  const [fn] = Object.values(template.findResources('AWS::Lambda::Function')) as {
-    Properties: { Environment: { Variables: Record<string, string> } };
-  }[];
-  return JSON.parse(fn?.Properties.Environment.Variables.STORED_CREDENTIALS ?? 'null') as Record<string, unknown>[];
+/** The entries the stack packages with the function, as it staged them for the bundling to copy. */
+function packagedEntries(stack: TokenExchangeStack): Record<string, unknown>[] {
+  return JSON.parse(readFileSync(stack.storedCredentials?.stagedFile as string, 'utf8')) as Record<string, unknown>[];
 }
 
-function rolePolicy(template: Template, name: string): unknown {
-  const [role] = Object.values(template.findResources('AWS::IAM::Role')) as {
-    Properties: { Policies: { PolicyName: string; PolicyDocument: unknown }[] };
-  }[];
-  return role?.Properties.Policies.find((policy) => policy.PolicyName === name)?.PolicyDocument;
+type Statement = { Sid?: string; Effect: string; Action: string | string[]; Principal?: unknown; Resource: unknown; Condition?: unknown };
+
+/** The key policy of the only key the stack created. */
+function keyPolicy(template: Template): Statement[] {
+  const [key] = Object.values(template.findResources('AWS::KMS::Key')) as { Properties: { KeyPolicy: { Statement: Statement[] } } }[];
+  return key?.Properties.KeyPolicy.Statement ?? [];
 }
+
+/** Every statement of the managed policies the role has. */
+function managedStatements(template: Template): Statement[] {
+  return Object.values(template.findResources('AWS::IAM::ManagedPolicy')).flatMap(
+    (policy) => (policy as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument.Statement,
+  );
+}
+
+const FUNCTION_ROLE = { AWS: { 'Fn::GetAtt': [expect.stringMatching(/^FunctionRole/), 'Arn'] } };
 
 describe('stored credentials in the stack', () => {
   it('creates one RSA_2048 signing key per credential that asks for one, named by an alias of the stack', () => {
@@ -81,10 +89,10 @@ describe('stored credentials in the stack', () => {
     template.hasResource('AWS::KMS::Key', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
   });
 
-  it('gives the function STORED_CREDENTIALS with each key by its alias or ARN and each secret by its name or ARN', () => {
+  it('packages the entries with the function, each key by its alias or ARN and each secret by its name or ARN', () => {
     // Act
-    const variable = storedVariable(
-      templateWith([
+    const entries = packagedEntries(
+      stackWith([
         keyless({ scopes: ['orders.read'] }),
         keyless({ name: 'given', key: undefined, keyId: KEY_ARN }),
         withSecret(),
@@ -93,7 +101,7 @@ describe('stored credentials in the stack', () => {
     );
 
     // Assess
-    expect(variable).toEqual([
+    expect(entries).toEqual([
       {
         name: 'orders-api',
         clientId: '0oa8keyless',
@@ -130,7 +138,84 @@ describe('stored credentials in the stack', () => {
     ]);
   });
 
-  it('lets the function sign with those keys and read those secrets, and nothing more', () => {
+  it('names the file in STORED_CREDENTIALS_FILE, under the task root, and no longer puts the entries in the environment', () => {
+    // Act
+    const template = templateWith([keyless(), withSecret()]);
+
+    // Assess
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: Match.objectLike({ STORED_CREDENTIALS_FILE: '/var/task/stored-credentials.json', STORED_CREDENTIALS: Match.absent() }),
+      },
+    });
+  });
+
+  it("lets only the function's role sign with a key it created, with RS256's algorithm over raw messages, and read its public key", () => {
+    // Act
+    const policy = keyPolicy(templateWith([keyless()]));
+
+    // Assess
+    const signers = policy.filter((statement) => [statement.Action].flat().some((action) => action === 'kms:Sign' || action === 'kms:*'));
+    expect(signers).toEqual([
+      {
+        Sid: 'FunctionSignsOnly',
+        Effect: 'Allow',
+        Action: 'kms:Sign',
+        Principal: FUNCTION_ROLE,
+        Resource: '*',
+        Condition: { StringEquals: { 'kms:SigningAlgorithm': 'RSASSA_PKCS1_V1_5_SHA_256', 'kms:MessageType': 'RAW' } },
+      },
+    ]);
+    expect(policy).toContainEqual({
+      Sid: 'FunctionReadsPublicKey',
+      Effect: 'Allow',
+      Action: 'kms:GetPublicKey',
+      Principal: FUNCTION_ROLE,
+      Resource: '*',
+    });
+  });
+
+  it('leaves the account only the administration of a key it created: no signing or other use, and no grants to hand them out', () => {
+    // Act
+    const policy = keyPolicy(templateWith([keyless()]));
+
+    // Assess
+    const account = policy.find((statement) => statement.Sid === 'AccountAdministersOnly');
+    const actions = [account?.Action].flat() as string[];
+    expect(JSON.stringify(account?.Principal)).toContain(':root');
+    expect(actions).toEqual(
+      expect.arrayContaining(['kms:PutKeyPolicy', 'kms:ScheduleKeyDeletion', 'kms:CancelKeyDeletion', 'kms:DescribeKey']),
+    );
+    const uses = /^kms:(Sign|Verify|Encrypt|Decrypt|ReEncrypt|GenerateDataKey|GenerateMac|VerifyMac|DeriveSharedSecret|CreateGrant|\*)/;
+    expect(actions.filter((action) => uses.test(action) || action.includes('*'))).toEqual([]);
+    expect(policy.map((statement) => statement.Sid)).toEqual(['AccountAdministersOnly', 'FunctionSignsOnly', 'FunctionReadsPublicKey']);
+  });
+
+  it('creates the function only once its keys, their aliases and its grants exist', () => {
+    // Act
+    const template = templateWith([keyless(), withSecret()]);
+
+    // Assess
+    const [fn] = Object.values(template.findResources('AWS::Lambda::Function')) as { DependsOn: string[] }[];
+    const parts = Object.keys({
+      ...template.findResources('AWS::KMS::Key'),
+      ...template.findResources('AWS::KMS::Alias'),
+      ...template.findResources('AWS::IAM::ManagedPolicy'),
+    });
+    expect(parts).toHaveLength(3);
+    expect(fn?.DependsOn).toEqual(expect.arrayContaining(parts));
+  });
+
+  it('grants the role nothing on a key it created: the key policy alone lets it sign', () => {
+    // Act
+    const template = templateWith([keyless()]);
+
+    // Assess
+    expect(JSON.stringify(template.findResources('AWS::IAM::Role'))).not.toContain('kms:');
+    template.resourceCountIs('AWS::IAM::ManagedPolicy', 0);
+  });
+
+  it('lets the function read those secrets, sign with those keys of yours as it signs, and read their public keys, nothing more', () => {
     // Act
     const template = templateWith([
       keyless(),
@@ -140,7 +225,6 @@ describe('stored credentials in the stack', () => {
     ]);
 
     // Assess
-    const policy = rolePolicy(template, 'UseStoredCredentials') as { Statement: { Resource: unknown[] }[] };
     const secretByName = {
       'Fn::Join': [
         '',
@@ -155,19 +239,19 @@ describe('stored credentials in the stack', () => {
         ],
       ],
     };
-    expect(policy).toEqual({
-      Version: '2012-10-17',
-      Statement: [
-        {
-          Effect: 'Allow',
-          Action: ['kms:GetPublicKey', 'kms:Sign'],
-          Resource: expect.arrayContaining([{ 'Fn::GetAtt': [expect.stringMatching(/^StoredCredentialsKeyordersapi/), 'Arn'] }, KEY_ARN]),
-        },
-        { Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: expect.arrayContaining([secretByName, SECRET_ARN]) },
-      ],
-    });
-    expect(policy.Statement.map((statement) => statement.Resource.length)).toEqual([2, 2]);
+    expect(managedStatements(template)).toEqual([
+      { Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: [SECRET_ARN, secretByName] },
+      {
+        Effect: 'Allow',
+        Action: 'kms:Sign',
+        Resource: KEY_ARN,
+        Condition: { StringEquals: { 'kms:SigningAlgorithm': ['RSASSA_PKCS1_V1_5_SHA_256', 'ECDSA_SHA_256'], 'kms:MessageType': 'RAW' } },
+      },
+      { Effect: 'Allow', Action: 'kms:GetPublicKey', Resource: KEY_ARN },
+    ]);
+    const [policy] = Object.keys(template.findResources('AWS::IAM::ManagedPolicy'));
     template.hasResourceProperties('AWS::IAM::Role', {
+      ManagedPolicyArns: [{ Ref: policy }],
       Description: Match.stringLikeRegexp("uses its stored credentials' keys and secrets$"),
     });
   });
@@ -219,7 +303,7 @@ describe('stored credentials in the stack', () => {
         construct.node.metadata.some((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY),
       )
       .map((construct) => construct.node.path);
-    expect(acknowledged).toEqual(['CredentialsTest/Api/GET--.well-known--jwks.json']);
+    expect(acknowledged).toEqual(['CredentialsTest/HttpApi/Api/GET--.well-known--jwks.json']);
   });
 });
 
@@ -272,9 +356,41 @@ describe('synth refuses stored credentials it cannot deploy', () => {
     expect(() => stackWith([entry])).toThrow(`storedCredentials: ${message}`);
   });
 
+  it("a key of yours in another region than the stack's, naming the entry", () => {
+    const act = () => stackWith([keyless({ key: undefined, keyId: KEY_ARN })], { env: { account: '123456789012', region: 'us-east-1' } });
+
+    expect(act).toThrow('storedCredentials: the entry "orders-api" keyId is in eu-west-1, but the stack deploys to us-east-1');
+  });
+
+  it('a value known only at deploy, which a packaged file cannot hold', () => {
+    // Prepare: a secret's ARN from another construct is a CloudFormation reference until deploy
+    const secretId = Token.asString({ Ref: 'SomeSecret' });
+
+    // Act
+    const act = () => stackWith([withSecret({ secretName: undefined, secretId })]);
+
+    // Assess
+    expect(act).toThrow('storedCredentials: the entry "billing-api" has secretId known only at deploy');
+  });
+
+  it('more secrets and keys of yours than ten managed policies can grant', () => {
+    // Prepare: 1000 secrets by long names, each about 280 characters of a policy
+    const secrets = Array.from({ length: 1000 }, (_, index) =>
+      withSecret({ name: `client-${index}`, secretName: `${'s'.repeat(200)}/${index}` }),
+    );
+
+    // Act
+    const act = () => stackWith(secrets);
+
+    // Assess
+    expect(act).toThrow(
+      /storedCredentials names more secrets and keys of yours than 10 IAM managed policies can grant \(it would take \d+\)/,
+    );
+  });
+
   it("refuses what the function would refuse at its start, in the function's words", () => {
     expect(() => stackWith([keyless({ tokenUrl: 'http://example.okta.com/token' })])).toThrow(
-      'TokenExchangeStack: the function would not start: Environment variable STORED_CREDENTIALS: the entry "orders-api" has a tokenUrl the token URL policy refuses: it must use https',
+      'storedCredentials: the function would not start: the entry "orders-api" has a tokenUrl the token URL policy refuses: it must use https',
     );
     expect(() => stackWith([keyless()], { allowedTokenUrls: ['https://login.example.com'], allowAnyPublicTokenUrl: undefined })).toThrow(
       'has a tokenUrl the token URL policy refuses: it is not in the allowlist',
@@ -309,12 +425,12 @@ describe('-c credentialsFile=PATH', () => {
 
   it('synthesizes the example file, which holds no secret, with IAM callers', () => {
     // Act
-    const stack = buildApp(newApp({ bundle: false, context: { credentialsFile: EXAMPLE_FILE, callerAuthorization: 'iam' } }));
+    const [stack] = buildApp(newApp({ bundle: false, context: { credentialsFile: EXAMPLE_FILE, callerAuthorization: 'iam' } }));
     const template = Template.fromStack(stack);
 
     // Assess
     template.resourceCountIs('AWS::KMS::Key', 1);
-    expect(storedVariable(template).map((entry) => entry.name)).toEqual(['orders-api', 'billing-api']);
+    expect(packagedEntries(stack).map((entry) => entry.name)).toEqual(['orders-api', 'billing-api']);
     // A secret is named, never held: the file has no field a secret's value could be in.
     const fields = (JSON.parse(readFileSync(EXAMPLE_FILE, 'utf8')) as Record<string, unknown>[]).flatMap((entry) => Object.keys(entry));
     expect(new Set(fields)).toEqual(

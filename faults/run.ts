@@ -16,11 +16,11 @@ import { lambdaBuildOptions } from '../infra/bundling';
 import { localAwsEnvironment } from '../local/dynamodb-local';
 import { type HandlerProcess, startHandlerProcess } from '../local/handler-process';
 import { startTableProxy } from '../local/table-proxy';
-import { type ScriptedIdp, startScriptedIdp } from './idp';
+import { readToken, type ScriptedIdp, startScriptedIdp } from './idp';
 import type { ReplayCommand, ReplayReport } from './replayer';
 import { MODES, type Mode, type Scenario, scenarios } from './scenarios';
 import type { Services } from './services';
-import { type Answer, Tally } from './tally';
+import { type Answer, bodyOf, Tally } from './tally';
 
 const DEADLINE_MS = 5000;
 const [TABLE, PEPPER_SECRET] = ['faults', 'faults-pepper'];
@@ -30,8 +30,9 @@ const HELP = `npm run faults [-- --k N] [--span SECONDS] [--only TEXT]
   --span SECONDS  how long callers keep coming in each row (default 10); the IdP outage (60 s) and hold (18 s) rows
                   keep their own timelines, and the write-back rows record for 6 s before it
   --only TEXT,... run only the rows whose name contains one of the TEXTs
-  --answers FILE  write every answer to FILE, a JSON line each (row, mode, client id, when sent, ms, status, x-token-cache),
-                  and after each row what the IdP answered each client id, and when
+  --answers FILE  write every answer to FILE, a JSON line each (row, mode, client id, when sent, ms, status, x-token-cache,
+                  when its token was issued, what is wrong with it), and after each row what the IdP answered each client id
+                  and when (times in ms since the row started)
 
 Prints one markdown table (stdout) and progress lines (stderr). Exits 1 when any answer of any mode comes more than
 100 ms after its ${DEADLINE_MS / 1000} s deadline, when \`shared\` answers fewer 200s than 99% of \`off\`'s in a row, when any mode
@@ -162,11 +163,11 @@ async function runScenario(campaign: Campaign, scenario: Scenario, index: number
     await Promise.all(
       modes.map((mode) =>
         drive(campaign, fleets[mode], scenario, startedAt, clientId(mode), (answer) => {
-          tallies[mode].add(answer, idp.visits.get(answer.clientId) ?? []);
+          const wrong = tallies[mode].add(answer, idp.visits.get(answer.clientId) ?? []);
           const { clientId, sentAt, ms, status, cache } = answer;
-          campaign.answers?.write(
-            `${JSON.stringify({ row: scenario.name, mode, clientId, at: sentAt - startedAt, ms: Math.round(ms), status, cache })}\n`,
-          );
+          const issued = readToken(bodyOf(answer).access_token)?.issuedAt;
+          const line = { row: scenario.name, mode, clientId, at: sentAt - startedAt, ms: Math.round(ms), status, cache };
+          campaign.answers?.write(`${JSON.stringify({ ...line, tokenIssuedAt: issued && issued - startedAt, wrong })}\n`);
         }),
       ),
     );

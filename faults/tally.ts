@@ -16,12 +16,15 @@ export interface Answer {
 /** A 200 the contract forbids, or undefined. `visits`: the IdP's answers to this client id so far. */
 export function wrongToken(answer: Answer, visits: readonly IdpVisit[]): string | undefined {
   if (answer.status !== 200) return undefined;
-  const body = parse(answer.body);
+  const body = bodyOf(answer);
   const token = readToken(body.access_token);
   if (token === undefined || token.clientId !== answer.clientId) return "another key's token";
   const expiresAt = token.issuedAt + token.expiresIn * 1000;
-  // The handler answered no earlier than sentAt + ms: the earliest moment it can have answered.
-  if (answer.sentAt + answer.ms > expiresAt) return 'an expired token';
+  // The handler answered no earlier than sentAt + ms. The contract's 5 s before expiry count on the clock of the instance that
+  // received the token, a little after the IdP sent it: 1 s of that is left for the way.
+  const answeredAt = answer.sentAt + answer.ms;
+  if (answeredAt > expiresAt) return 'an expired token';
+  if (answeredAt > expiresAt - 4000) return 'a token within 5 s of its expiry';
   // `expires_in` counts whole seconds down from when the function received the token, a little after the IdP sent it.
   if (typeof body.expires_in === 'number' && body.expires_in * 1000 > expiresAt - answer.sentAt + 1000) return 'a longer expires_in';
   const rejected = visits.filter((visit) => visit.status === 401 && visit.at < answer.sentAt).at(-1);
@@ -29,9 +32,10 @@ export function wrongToken(answer: Answer, visits: readonly IdpVisit[]): string 
   return undefined;
 }
 
-function parse(body: string): Record<string, unknown> {
+/** An answer's JSON body as an object; anything else reads as an empty one. */
+export function bodyOf(answer: Answer): Record<string, unknown> {
   try {
-    const value: unknown = JSON.parse(body);
+    const value: unknown = JSON.parse(answer.body);
     return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
   } catch {
     return {};
@@ -62,21 +66,26 @@ export class Tally {
     readonly bucketMs: number,
   ) {}
 
-  add(answer: Answer, visits: readonly IdpVisit[]): void {
+  /** Count an answer; what is wrong with its token, if anything. */
+  add(answer: Answer, visits: readonly IdpVisit[]): string | undefined {
     count(this.statuses, answer.status);
     const bucket = Math.max(0, Math.floor((answer.sentAt - this.startedAt) / this.bucketMs));
     for (let index = this.timeline.length; index <= bucket; index++) this.timeline.push({ ok: 0, answered: 0 });
     (this.timeline[bucket] as { answered: number }).answered++;
     const wrong = wrongToken(answer, visits);
     if (answer.status !== 200 || wrong !== undefined) this.lastFailedAt = Math.max(this.lastFailedAt ?? 0, answer.sentAt - this.startedAt);
-    if (answer.status === 0) return;
+    if (answer.status === 0) return undefined;
     this.durations.push(answer.ms);
     if (answer.ms > this.deadlineMs + 100) this.late++;
-    if (answer.status !== 200) return;
-    if (wrong !== undefined) return count(this.wrong, wrong);
+    if (answer.status !== 200) return undefined;
+    if (wrong !== undefined) {
+      count(this.wrong, wrong);
+      return wrong;
+    }
     this.ok++;
     (this.timeline[bucket] as { ok: number }).ok++;
     count(this.cache, answer.cache);
+    return undefined;
   }
 
   get answered(): number {

@@ -32,13 +32,17 @@ describe("the campaign's judge", () => {
     expect(wrongToken(answerWith('s1-shared-k0', Date.now(), FAR), [])).toBeUndefined();
   });
 
-  it("names a token of another key, an expired token and an expires_in longer than the token's life", () => {
+  it('names a token of another key, an expired one, one within 5 s of its expiry and an expires_in longer than its life', () => {
     // Prepare
     const issuedAt = Date.now() - 40_000;
     const another = { ...answerWith('s1-shared-k1', Date.now(), FAR), clientId: 's1-shared-k0' };
     // Act / Assess
     expect(wrongToken(another, [])).toBe("another key's token");
     expect(wrongToken({ ...answerWith('s1-shared-k0', issuedAt, 40), sentAt: issuedAt + 39_999, ms: 2 }, [])).toBe('an expired token');
+    expect(wrongToken({ ...answerWith('s1-shared-k0', issuedAt, 40), sentAt: issuedAt + 36_500, ms: 2 }, [])).toBe(
+      'a token within 5 s of its expiry',
+    );
+    expect(wrongToken({ ...answerWith('s1-shared-k0', issuedAt, 40), sentAt: issuedAt + 35_500, ms: 2 }, [])).toBe('a longer expires_in');
     expect(wrongToken(answerWith('s1-shared-k0', Date.now(), 40, { expires_in: 42 }), [])).toBe('a longer expires_in');
     expect(wrongToken({ ...answerWith('x', 0, 0), body: '{"access_token":"not-the-idps"}' }, [])).toBe("another key's token");
   });

@@ -163,7 +163,7 @@ async function runScenario(campaign: Campaign, scenario: Scenario, index: number
     await Promise.all(
       modes.map((mode) =>
         drive(campaign, fleets[mode], scenario, startedAt, clientId(mode), (answer) => {
-          const wrong = tallies[mode].add(answer, idp.visits.get(answer.clientId) ?? []);
+          const wrong = tallies[mode].add(answer);
           const { clientId, sentAt, ms, status, cache } = answer;
           const issued = readToken(bodyOf(answer).access_token)?.issuedAt;
           const line = { row: scenario.name, mode, clientId, at: sentAt - startedAt, ms: Math.round(ms), status, cache };
@@ -258,11 +258,11 @@ function cell(tally: Tally, perKey: boolean): string {
     .filter(([status]) => status !== 200)
     .sort(([a], [b]) => a - b)
     .map(([status, count]) => `${count} ${status === 0 ? 'lost' : status}`);
-  const wrong = [...tally.wrong].map(([what, count]) => `**${count} with ${what}**`);
+  const wrong = [...tally.wrong].map(([what, count]) => `**${count} tokens ${what}**`);
   return [
     `${tally.ok}/${tally.answered}${others.length > 0 ? ` (${others.join(', ')})` : ''}`,
-    `IdP ${tally.idpRequests}${perKey ? ` (${tally.idpPerKeyMax}/key)` : ''}`,
-    `${Math.round(tally.percentile(0.5))}/${Math.round(tally.percentile(0.99))} ms`,
+    `${tally.idpRequests}${perKey ? ` (${tally.idpPerKeyMax}/key)` : ''}`,
+    `${Math.round(tally.percentile(0.5))}/${Math.round(tally.percentile(0.99))}`,
     ...(tally.late > 0 ? [`**${tally.late} late**`] : []),
     ...wrong,
   ].join(', ');
@@ -289,7 +289,7 @@ function missed(scenario: Scenario, tallies: Tallies): string[] {
   for (const mode of MODES) {
     const tally = tallies[mode];
     if (tally.late > 0) misses.push(`${scenario.name}: \`${mode}\` answered ${tally.late} past the deadline + 100 ms`);
-    for (const [what, count] of tally.wrong) misses.push(`${scenario.name}: \`${mode}\` answered ${count} with ${what}`);
+    for (const [what, count] of tally.wrong) misses.push(`${scenario.name}: \`${mode}\` answered ${count} tokens ${what}`);
   }
   const { shared, off } = tallies;
   if (shared.ok < 0.99 * off.ok) misses.push(`${scenario.name}: \`shared\` answered ${shared.ok} 200s, under 99% of \`off\`'s ${off.ok}`);

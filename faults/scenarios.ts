@@ -69,18 +69,18 @@ export function scenarios(spanMs: number): Scenario[] {
   };
   const replayed = (how: string, gapMs: number): Scenario => ({
     ...base,
-    name: `items written back ${how}`,
+    name: `written back ${how}`,
     spanMs: 6000 + spanMs,
     idp: mixed,
     replay: { afterMs: 6000, gapMs },
     bucketMs: 4000,
   });
   return [
-    { ...base, name: '8 keys, kept tokens, all healthy', idp: () => token(KEPT_S), sharedPerKey: 2 },
+    { ...base, name: '8 keys kept, all healthy', idp: () => token(KEPT_S), sharedPerKey: 2 },
     {
       // Tokens of 40 s: kept, stale at 10 s, expired at 40 s; the IdP fails from 5 s to 50 s.
       ...base,
-      name: 'IdP 502 from 5 to 50 s, 40 s tokens',
+      name: 'IdP 502 5-50 s, 40 s tokens',
       spanMs: 60_000,
       idp: (_key, atMs) => (during(atMs, 5000, 50_000) ? { delayMs: IDP_MS, status: 502 } : token(40)),
       bucketMs: 5000,
@@ -88,7 +88,7 @@ export function scenarios(spanMs: number): Scenario[] {
     {
       // Keys 0-3 kept (40 s: stale during the hold), keys 4-7 never kept; 429 Retry-After: 2 from 2 s to 12 s.
       ...base,
-      name: 'IdP 429 Retry-After 2 from 2 to 12 s',
+      name: 'IdP 429 Retry-After 2, 2-12 s',
       spanMs: 18_000,
       idp: (key, atMs) => (during(atMs, 2000, 12_000) ? { delayMs: IDP_MS, status: 429, retryAfter: 2 } : token(key < 4 ? 40 : UNKEPT_S)),
       bucketMs: 2000,
@@ -106,7 +106,7 @@ export function scenarios(spanMs: number): Scenario[] {
     replayed('300 ms apart', 300),
     {
       ...base,
-      name: 'cold burst, 400 on 20 keys, table 200-300 ms',
+      name: 'cold burst: 400 on 20 keys, table 200-300 ms',
       keys: 20,
       shape: { kind: 'burst', requests: 400 },
       spanMs: 0,

@@ -1,6 +1,6 @@
 // What one mode's fleet answered in one scenario, judged from outside: statuses, latency, lateness, and whether each token
 // answered was one the IdP issued for that key and still alive. Nothing here reads the cache's state or shares its constants.
-import { type IdpVisit, readToken } from './idp';
+import { readToken } from './idp';
 
 /** One answer as the caller saw it. Times in epoch ms; `ms` is the handler's own duration in its process. */
 export interface Answer {
@@ -13,22 +13,20 @@ export interface Answer {
   readonly body: string;
 }
 
-/** A 200 the contract forbids, or undefined. `visits`: the IdP's answers to this client id so far. */
-export function wrongToken(answer: Answer, visits: readonly IdpVisit[]): string | undefined {
+/** What the contract forbids in a 200's token, or undefined. */
+export function wrongToken(answer: Answer): string | undefined {
   if (answer.status !== 200) return undefined;
   const body = bodyOf(answer);
   const token = readToken(body.access_token);
-  if (token === undefined || token.clientId !== answer.clientId) return "another key's token";
+  if (token === undefined || token.clientId !== answer.clientId) return 'of another key';
   const expiresAt = token.issuedAt + token.expiresIn * 1000;
   // The handler answered no earlier than sentAt + ms. The contract's 5 s before expiry count on the clock of the instance that
   // received the token, a little after the IdP sent it: 1 s of that is left for the way.
   const answeredAt = answer.sentAt + answer.ms;
-  if (answeredAt > expiresAt) return 'an expired token';
-  if (answeredAt > expiresAt - 4000) return 'a token within 5 s of its expiry';
+  if (answeredAt > expiresAt) return 'expired';
+  if (answeredAt > expiresAt - 4000) return 'within 5 s of expiry';
   // `expires_in` counts whole seconds down from when the function received the token, a little after the IdP sent it.
-  if (typeof body.expires_in === 'number' && body.expires_in * 1000 > expiresAt - answer.sentAt + 1000) return 'a longer expires_in';
-  const rejected = visits.filter((visit) => visit.status === 401 && visit.at < answer.sentAt).at(-1);
-  if (answer.cache === 'stale' && rejected !== undefined && token.issuedAt < rejected.at) return 'a stale token after a 401';
+  if (typeof body.expires_in === 'number' && body.expires_in * 1000 > expiresAt - answer.sentAt + 1000) return 'expires_in too long';
   return undefined;
 }
 
@@ -67,12 +65,12 @@ export class Tally {
   ) {}
 
   /** Count an answer; what is wrong with its token, if anything. */
-  add(answer: Answer, visits: readonly IdpVisit[]): string | undefined {
+  add(answer: Answer): string | undefined {
     count(this.statuses, answer.status);
     const bucket = Math.max(0, Math.floor((answer.sentAt - this.startedAt) / this.bucketMs));
     for (let index = this.timeline.length; index <= bucket; index++) this.timeline.push({ ok: 0, answered: 0 });
     (this.timeline[bucket] as { answered: number }).answered++;
-    const wrong = wrongToken(answer, visits);
+    const wrong = wrongToken(answer);
     if (answer.status !== 200 || wrong !== undefined) this.lastFailedAt = Math.max(this.lastFailedAt ?? 0, answer.sentAt - this.startedAt);
     if (answer.status === 0) return undefined;
     this.durations.push(answer.ms);

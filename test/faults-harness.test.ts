@@ -145,10 +145,11 @@ describe('the table writer', () => {
       db.send(new PutItemCommand({ TableName: table.tableName, Item: { pk: { S: pk }, v: { S: version } } }));
     await put('before', 'b1');
     await command({ kind: 'record' });
+    // Each version stands longer than the writer takes to find a new item (a scan every 500 ms) and read it again
     await put('item', 'v1');
-    await sleep(300);
+    await sleep(700);
     await put('item', 'v2');
-    await sleep(300);
+    await sleep(700);
     // Act
     writer.send({ kind: 'replay', gapMs: 0 } satisfies ReplayCommand);
     let restored = false;

@@ -24,7 +24,7 @@ import { type Answer, bodyOf, Tally } from './tally';
 
 const DEADLINE_MS = 5000;
 const [TABLE, PEPPER_SECRET] = ['faults', 'faults-pepper'];
-const HELP = `npm run faults [-- --k N] [--span SECONDS] [--only TEXT]
+const HELP = `npm run faults [-- --k N] [--span SECONDS] [--only TEXT,...] [--answers FILE]
 
   --k N           function instances (one process each) in each mode's fleet (default 8)
   --span SECONDS  how long callers keep coming in each row (default 10); the IdP outage (60 s) and hold (18 s) rows
@@ -36,7 +36,8 @@ const HELP = `npm run faults [-- --k N] [--span SECONDS] [--only TEXT]
 
 Prints one markdown table (stdout) and progress lines (stderr). Exits 1 when any answer of any mode comes more than
 100 ms after its ${DEADLINE_MS / 1000} s deadline, when \`shared\` answers fewer 200s than 99% of \`off\`'s in a row, when any mode
-answers with a token that is not its key's or has expired, or when \`shared\` asks the IdP more often per key than a row allows.`;
+answers with a token of another key or within 5 s of its expiry, or when \`shared\` asks the IdP more often per key than a
+row allows.`;
 
 type Fleets = Record<Mode, HandlerProcess[]>;
 type Tallies = Record<Mode, Tally>;
@@ -52,20 +53,17 @@ interface Campaign {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: {
-      k: { type: 'string' },
-      span: { type: 'string' },
-      only: { type: 'string' },
-      answers: { type: 'string' },
-      help: { type: 'boolean' },
-    },
-  });
+  const values = readArgs();
+  if (values === undefined) return 2;
   const k = Number(values.k ?? 8);
   const spanS = Number(values.span ?? 10);
-  if (values.help || !Number.isInteger(k) || k < 2 || !(spanS > 0)) {
+  if (values.help) {
     console.log(HELP);
-    return values.help ? 0 : 2;
+    return 0;
+  }
+  if (!Number.isInteger(k) || k < 2 || !(spanS > 0)) {
+    console.error(`--k takes a whole number from 2, --span a number of seconds\n\n${HELP}`);
+    return 2;
   }
   const rows = scenarios(spanS * 1000)
     .map((scenario, index) => ({ scenario, index }))
@@ -141,6 +139,17 @@ async function main(): Promise<number> {
   rmSync(dir, { recursive: true, force: true });
   answers?.end();
   return misses.length > 0 ? 1 : 0;
+}
+
+/** The command line's options, or undefined (after saying why) when it is not one. */
+function readArgs() {
+  const string = { type: 'string' } as const;
+  try {
+    return parseArgs({ options: { k: string, span: string, only: string, answers: string, help: { type: 'boolean' } } }).values;
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : String(error)}\n\n${HELP}`);
+    return undefined;
+  }
 }
 
 async function runScenario(campaign: Campaign, scenario: Scenario, index: number) {

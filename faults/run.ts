@@ -122,9 +122,9 @@ async function main(): Promise<number> {
   }
 
   console.log(
-    `\`npm run faults\`: K=${k} processes a mode running the deployed bundle, ${DEADLINE_MS / 1000} s deadline, callers back to back ` +
-      `for ${spanS} s unless the row says. A cell: 200s/answers (other statuses), IdP requests, p50/p99 ms of the handler's own ` +
-      `duration; **late**: answers past the deadline + 100 ms. The IdP and table rows' tokens are never kept (\`expires_in\` 20).\n`,
+    `\`npm run faults\`: K=${k} processes a mode on the deployed bundle, ${DEADLINE_MS / 1000} s deadline, callers back to back for ` +
+      `${spanS} s (50 in flight and the burst: one mode at a time); the IdP and table rows' tokens never kept. Cells: 200s/answers ` +
+      `(other statuses), IdP requests, p50/p99 ms; **late**: past the deadline + 100 ms; **near expiry**: a token in its last 5 s.\n`,
   );
   console.log(`| row | ${MODES.map((mode) => `\`${mode}\``).join(' | ')} | 200s \`shared\`/\`off\` |`);
   console.log(`|---|${MODES.map(() => '---').join('|')}|---:|`);
@@ -267,7 +267,7 @@ function cell(tally: Tally, perKey: boolean): string {
     .filter(([status]) => status !== 200)
     .sort(([a], [b]) => a - b)
     .map(([status, count]) => `${count} ${status === 0 ? 'lost' : status}`);
-  const wrong = [...tally.wrong].map(([what, count]) => `**${count} tokens ${what}**`);
+  const wrong = [...tally.wrong].map(([what, count]) => `**${count} ${what}**`);
   return [
     `${tally.ok}/${tally.answered}${others.length > 0 ? ` (${others.join(', ')})` : ''}`,
     `${tally.idpRequests}${perKey ? ` (${tally.idpPerKeyMax}/key)` : ''}`,
@@ -298,7 +298,7 @@ function missed(scenario: Scenario, tallies: Tallies): string[] {
   for (const mode of MODES) {
     const tally = tallies[mode];
     if (tally.late > 0) misses.push(`${scenario.name}: \`${mode}\` answered ${tally.late} past the deadline + 100 ms`);
-    for (const [what, count] of tally.wrong) misses.push(`${scenario.name}: \`${mode}\` answered ${count} tokens ${what}`);
+    for (const [what, count] of tally.wrong) misses.push(`${scenario.name}: \`${mode}\` answered ${count} tokens: ${what}`);
   }
   const { shared, off } = tallies;
   if (shared.ok < 0.99 * off.ok) misses.push(`${scenario.name}: \`shared\` answered ${shared.ok} 200s, under 99% of \`off\`'s ${off.ok}`);

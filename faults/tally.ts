@@ -24,7 +24,8 @@ export function wrongToken(answer: Answer): string | undefined {
   // received the token, a little after the IdP sent it: 1 s of that is left for the way.
   const answeredAt = answer.sentAt + answer.ms;
   if (answeredAt > expiresAt) return 'expired';
-  if (answeredAt > expiresAt - 4000) return 'within 5 s of expiry';
+  // Near expiry: within the last 5 s of its life.
+  if (answeredAt > expiresAt - 4000) return 'near expiry';
   // `expires_in` counts whole seconds down from when the function received the token, a little after the IdP sent it.
   if (typeof body.expires_in === 'number' && body.expires_in * 1000 > expiresAt - answer.sentAt + 1000) return 'expires_in too long';
   return undefined;

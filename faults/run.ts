@@ -28,7 +28,7 @@ const HELP = `npm run faults [-- --k N] [--span SECONDS] [--only TEXT,...] [--an
 
   --k N           function instances (one process each) in each mode's fleet (default 8)
   --span SECONDS  how long callers keep coming in each row (default 10); the IdP outage (60 s) and hold (18 s) rows
-                  keep their own timelines, and the write-back rows record for 6 s before it
+                  keep their own timelines, and the write-back row records for 6 s before it
   --only TEXT,... run only the rows whose name contains one of the TEXTs
   --answers FILE  write every answer to FILE, a JSON line each (row, mode, client id, when sent, ms, status, x-token-cache,
                   when its token was issued, what is wrong with it), and after each row what the IdP answered each client id
@@ -165,8 +165,11 @@ async function runScenario(campaign: Campaign, scenario: Scenario, index: number
     const startedAt = Date.now();
     for (const mode of modes) tallies[mode] = new Tally(startedAt, DEADLINE_MS, scenario.bucketMs);
     idp.play(scenario.idp, startedAt);
-    const writing =
-      replay && sleep(replay.afterMs).then(() => replayer.send({ kind: 'replay', gapMs: replay.gapMs } satisfies ReplayCommand));
+    const writing = Promise.all(
+      (replay ?? []).map(({ afterMs, gapMs }) =>
+        sleep(afterMs).then(() => replayer.send({ kind: 'replay', gapMs } satisfies ReplayCommand)),
+      ),
+    );
     const cpuMs = (mode: Mode) => fleets[mode].reduce((sum, instance) => sum + instance.cpuMs, 0);
     const cpuBefore = new Map(modes.map((mode) => [mode, cpuMs(mode)]));
     await Promise.all(

@@ -20,8 +20,8 @@ export interface Scenario {
   readonly spanMs: number;
   readonly idp: IdpScript;
   readonly table: ProxyMode;
-  /** A writer records the table's item versions from the start, and from `afterMs` writes them back `gapMs` apart (0: at table speed). */
-  readonly replay?: { readonly afterMs: number; readonly gapMs: number };
+  /** A writer records the table's item versions from the start, and from each `afterMs` writes them back `gapMs` apart (0: at table speed). */
+  readonly replay?: readonly { readonly afterMs: number; readonly gapMs: number }[];
   /** The most IdP requests one key may take with `shared`: the contract's bursts rule, where the table answers and the IdP is healthy. */
   readonly sharedPerKey?: number;
   /** The progress lines count answers per this span of time. */
@@ -67,14 +67,18 @@ export function scenarios(spanMs: number): Scenario[] {
     if (key === 6 && second % 5 === 3) return { delayMs: 200, status: 429, retryAfter: 1 };
     return token(key === 7 ? UNKEPT_S : 35, 200);
   };
-  const replayed = (how: string, gapMs: number): Scenario => ({
+  // Recorded for 6 s, then written back at table speed for half the span, then 300 ms apart.
+  const replayed: Scenario = {
     ...base,
-    name: `written back ${how}`,
+    name: 'written back: table speed, then 300 ms apart',
     spanMs: 6000 + spanMs,
     idp: mixed,
-    replay: { afterMs: 6000, gapMs },
+    replay: [
+      { afterMs: 6000, gapMs: 0 },
+      { afterMs: 6000 + spanMs / 2, gapMs: 300 },
+    ],
     bucketMs: 4000,
-  });
+  };
   return [
     { ...base, name: '8 keys kept, all healthy', idp: () => token(KEPT_S), sharedPerKey: 2 },
     {
@@ -102,8 +106,7 @@ export function scenarios(spanMs: number): Scenario[] {
     troubledTable('200-300 ms', slowTable, IDP_MS),
     troubledTable('200-300 ms', slowTable, 4700),
     { ...base, name: 'holder killed, IdP 2 s', keys: 1, shape: { kind: 'killed-holder' }, idp: () => token(KEPT_S, 2000) },
-    replayed('at table speed', 0),
-    replayed('300 ms apart', 300),
+    replayed,
     {
       ...base,
       name: 'cold burst: 400 on 20 keys, table 200-300 ms',

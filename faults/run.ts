@@ -1,63 +1,95 @@
-// `npm run faults`: the shared cache under trouble, on a fleet of K processes (each its own instance, taking one request at a
-// time as a Lambda execution environment does), beside the same fleet with TOKEN_CACHE=off, in the same run. Everything it
-// reaches is on 127.0.0.1: the scripted IdP, dynalite behind a proxy that makes the table slow, hang or fail, and the pepper's
-// stand-in. It prints a markdown table; docs/TOKEN-CACHE.md keeps the last one.
-import { randomBytes } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
-import { startTokenServer } from '../bench/fleet';
+// `npm run faults`: the token cache under trouble. Three fleets of K processes (TOKEN_CACHE `shared`, `memory` and `off`),
+// each process running the deployed bundle and taking requests as a Lambda instance does, work side by side against one
+// scripted IdP and one dynalite behind a proxy that makes the table slow or hang, all on 127.0.0.1. Each row of
+// scenarios.ts runs the three at once; the run prints one markdown table, and exits 1 on any miss it names on stderr.
+import { type ChildProcess, fork } from 'node:child_process';
+import { once } from 'node:events';
+import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { build } from 'esbuild';
 import { tokenEvent } from '../bench/report';
-import { clientHoldKey } from '../lambda/cache/request-key';
-import { holdItemKeys } from '../lambda/cache/shell/sealed-item';
-import { localAwsEnvironment, startLocalDynamoDb } from '../local/dynamodb-local';
+import { lambdaBuildOptions } from '../infra/bundling';
+import { localAwsEnvironment } from '../local/dynamodb-local';
 import { type HandlerProcess, startHandlerProcess } from '../local/handler-process';
-import { startLocalSecretsManager } from '../local/secrets-manager-local';
-import { type ProxyMode, startTableProxy } from '../local/table-proxy';
+import { startTableProxy } from '../local/table-proxy';
+import { readToken, type ScriptedIdp, startScriptedIdp } from './idp';
+import type { ReplayCommand, ReplayReport } from './replayer';
+import { MODES, type Mode, type Scenario, scenarios } from './scenarios';
+import type { Services } from './services';
+import { type Answer, bodyOf, Tally } from './tally';
 
-const [K, DEADLINE_MS, SPAN_MS] = [8, 5000, 10_000];
-// An `expires_in` under 30 s is never kept: every burst goes through the claim, the wait and the exchange again.
-const UNKEPT_S = 20;
-const [TABLE, PEPPER_SECRET, PEPPER] = ['faults', 'faults-pepper', randomBytes(32).toString('base64url')];
+const DEADLINE_MS = 5000;
+const [TABLE, PEPPER_SECRET] = ['faults', 'faults-pepper'];
+const HELP = `npm run faults [-- --k N] [--span SECONDS] [--only TEXT,...] [--answers FILE]
 
-interface Trouble {
-  readonly name: string;
-  readonly idpMs: number;
-  /** The table's trouble, given the scenario's hold item key (the proxy sees only item keys). */
-  readonly table: (holdItemKey: string) => ProxyMode;
-  /** Requests each instance has in flight: 1 as in Lambda, 50 for the overload shape. */
-  readonly inFlight: number;
+  --k N           function instances (one process each) in each mode's fleet (default 8)
+  --span SECONDS  how long callers keep coming in each row (default 10); the IdP outage (60 s) and hold (18 s) rows
+                  keep their own timelines, and the write-back row records for 6 s before it
+  --only TEXT,... run only the rows whose name contains one of the TEXTs
+  --answers FILE  write every answer to FILE, a JSON line each (row, mode, client id, when sent, ms, status, x-token-cache,
+                  when its token was issued, what is wrong with it), and after each row what the IdP answered each client id
+                  and when (times in ms since the row started)
+
+Prints one markdown table (stdout) and progress lines (stderr). Exits 1 when any answer of any mode comes more than
+100 ms after its ${DEADLINE_MS / 1000} s deadline, when \`shared\` answers fewer 200s than 99% of \`off\`'s in a row, when any mode
+answers with a token of another key or within 5 s of its expiry, or when \`shared\` asks the IdP more often per key than a
+row allows.`;
+
+type Fleets = Record<Mode, HandlerProcess[]>;
+type Tallies = Record<Mode, Tally>;
+
+interface Campaign {
+  readonly idp: ScriptedIdp;
+  readonly proxy: Awaited<ReturnType<typeof startTableProxy>>;
+  readonly replayer: ChildProcess;
+  readonly fleets: Fleets;
+  readonly start: (mode: Mode) => Promise<HandlerProcess>;
+  /** Where each answer is written as a JSON line, if asked. */
+  readonly answers: WriteStream | undefined;
 }
 
-const TROUBLES: Trouble[] = [
-  { name: 'IdP 4.0 s', idpMs: 4000, table: () => ({ kind: 'pass' }), inFlight: 1 },
-  { name: 'IdP 4.6 s', idpMs: 4600, table: () => ({ kind: 'pass' }), inFlight: 1 },
-  { name: 'table hangs, IdP 4.7 s', idpMs: 4700, table: () => ({ kind: 'hang' }), inFlight: 1 },
-  { name: "the client's hold item answers in 3 s", idpMs: 50, table: (hold) => ({ kind: 'delay', ms: 3000, matching: hold }), inFlight: 1 },
-  {
-    name: "the client's hold item throttled",
-    idpMs: 50,
-    table: (hold) => ({ kind: 'error', status: 400, type: 'ProvisionedThroughputExceededException', matching: hold }),
-    inFlight: 1,
-  },
-  { name: 'overload: 50 in flight per instance, IdP 4.0 s', idpMs: 4000, table: () => ({ kind: 'pass' }), inFlight: 50 },
-];
+async function main(): Promise<number> {
+  const values = readArgs();
+  if (values === undefined) return 2;
+  const k = Number(values.k ?? 8);
+  const spanS = Number(values.span ?? 10);
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  if (!Number.isInteger(k) || k < 2 || !(spanS > 0)) {
+    console.error(`--k takes a whole number from 2, --span a number of seconds\n\n${HELP}`);
+    return 2;
+  }
+  const rows = scenarios(spanS * 1000)
+    .map((scenario, index) => ({ scenario, index }))
+    .filter(({ scenario }) => (values.only ?? '').split(',').some((text) => scenario.name.includes(text)));
+  const budgetMs = rows.reduce((sum, { scenario }) => sum + scenario.spanMs + 15_000, 180_000);
+  const giveUp = () => {
+    console.error(`faults: gave up after ${Math.round(budgetMs / 1000)} s`);
+    process.exit(1);
+  };
+  setTimeout(giveUp, budgetMs).unref();
+  // Other work on the machine slows every fleet alike, but makes the deadline rows harder: the progress lines say how busy it was.
+  const load = () =>
+    loadavg()
+      .map((value) => value.toFixed(1))
+      .join(' ');
 
-interface Tally {
-  ok: number;
-  statuses: Map<number, number>;
-  late: number;
-  idpRequests: number;
-  latenciesMs: number[];
-}
-
-async function main(): Promise<void> {
-  setTimeout(() => (console.error('faults: gave up after 15 minutes'), process.exit(1)), 900_000).unref();
-  const dynamodb = await startLocalDynamoDb({ tableName: TABLE });
-  const secrets = await startLocalSecretsManager({ [PEPPER_SECRET]: PEPPER });
-  const proxy = await startTableProxy(dynamodb.endpoint);
-  const idp = await startTokenServer({ delayMs: 0, expiresIn: UNKEPT_S, failing: false });
-  const tokenUrl = new URL(`${idp.origin}/token`).href;
-  const env = (mode: 'off' | 'shared') => ({
-    ...localAwsEnvironment({ dynamoDb: proxy.endpoint, secretsManager: secrets.endpoint }),
+  const dir = mkdtempSync(join(tmpdir(), 'faults-'));
+  const bundle = join(dir, 'index.js');
+  // The function as deployed: the bundle the stack builds, with its options.
+  await build(lambdaBuildOptions(bundle));
+  const services = await forked<Services>('services.ts', [TABLE, PEPPER_SECRET]);
+  const proxy = await startTableProxy(services.message.dynamoDb);
+  const idp = await startScriptedIdp();
+  const replayer = await forked<'ready'>('replayer.ts', [services.message.dynamoDb, TABLE]);
+  const env = (mode: Mode) => ({
+    ...localAwsEnvironment({ dynamoDb: proxy.endpoint, secretsManager: services.message.secretsManager }),
     TOKEN_CACHE: mode,
     TOKEN_CACHE_TABLE: TABLE,
     TOKEN_CACHE_PEPPER_SECRET: PEPPER_SECRET,
@@ -65,75 +97,245 @@ async function main(): Promise<void> {
     TOKEN_URL_ALLOWLIST: idp.origin,
     POWERTOOLS_METRICS_NAMESPACE: 'TokenExchange',
   });
-  const fleets = {
-    off: await Promise.all(Array.from({ length: K }, () => startHandlerProcess(env('off')))),
-    shared: await Promise.all(Array.from({ length: K }, () => startHandlerProcess(env('shared')))),
+  // Warm, as a Lambda instance is once it has answered: the pepper loaded, the connections open.
+  const start = async (mode: Mode) => {
+    const instance = await startHandlerProcess(env(mode), { bundle });
+    await instance.invoke(eventFor(idp, 'faults-warm'));
+    return instance;
   };
-  const ask = (instance: HandlerProcess, clientId: string) =>
-    instance.invoke(tokenEvent({ client_id: clientId, client_secret: 'faults-secret', access_token_url: tokenUrl }));
-  // Warm: each instance has loaded its pepper and connected its SDK, as a warm Lambda instance has.
-  await Promise.all([...fleets.off, ...fleets.shared].map((instance) => ask(instance, 'faults-warm')));
+  console.error(`faults: starting ${MODES.length} fleets of ${k} processes; load average ${load()}`);
+  const fleets = Object.fromEntries(
+    await Promise.all(MODES.map(async (mode) => [mode, await Promise.all(Array.from({ length: k }, () => start(mode)))] as const)),
+  ) as Fleets;
+  const answers = values.answers === undefined ? undefined : createWriteStream(values.answers);
+  const campaign: Campaign = { idp, proxy, replayer: replayer.child, fleets, start, answers };
 
-  const rows: string[] = [];
-  for (const [index, trouble] of TROUBLES.entries()) {
-    const tallies: Record<string, Tally> = {};
-    for (const mode of ['off', 'shared'] as const) {
-      // A fresh client per run: nothing kept, remembered or held from another.
-      const clientId = `faults-${index}-${mode}`;
-      Object.assign(idp.script, { delayMs: trouble.idpMs });
-      proxy.set(trouble.table(holdItemKeys(Buffer.from(PEPPER, 'utf8'), clientHoldKey(clientId, tokenUrl)).itemKey));
-      tallies[mode] = await drive(fleets[mode], (instance) => ask(instance, clientId), trouble.inFlight);
-      tallies[mode].idpRequests = idp.requests.get(clientId)?.length ?? 0;
-      proxy.set({ kind: 'pass' });
-      // Calls the proxy held end at their call limit: let them, before the next run.
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-    }
-    const { off, shared } = tallies as Record<'off' | 'shared', Tally>;
-    // Callers are back to back, so a slower answer means fewer answers: the share of answers that are 200s compares the modes.
-    const share = (tally: Tally) => `${((tally.ok / Math.max(1, tally.latenciesMs.length)) * 100).toFixed(1)}%`;
-    rows.push(`| ${trouble.name} | ${cells(off)} | ${cells(shared)} | ${share(shared)} / ${share(off)} |`);
-    console.error(`faults: ${trouble.name} done`);
+  const lines: string[] = [];
+  const misses: string[] = [];
+  for (const [done, { scenario, index }] of rows.entries()) {
+    console.error(`faults: [${done + 1}/${rows.length}] ${scenario.name} (${scenario.spanMs / 1000} s); load average ${load()}`);
+    const { tallies, replayed } = await runScenario(campaign, scenario, index);
+    for (const mode of MODES) console.error(`faults:   ${progress(mode, tallies[mode])}`);
+    if (replayed) console.error(`faults:   wrote back ${replayed.writes} times ${replayed.versions} versions of ${replayed.items} items`);
+    lines.push(row(scenario, tallies));
+    misses.push(...missed(scenario, tallies));
   }
+
   console.log(
-    `K=${K} processes, ${DEADLINE_MS / 1000} s deadline, callers back to back for ${SPAN_MS / 1000} s, tokens never kept (\`expires_in\` ${UNKEPT_S}):\n`,
+    `\`npm run faults\`: K=${k} processes a mode on the deployed bundle, ${DEADLINE_MS / 1000} s deadline, callers back to back for ` +
+      `${spanS} s (50 in flight and the burst: one mode at a time); the IdP and table rows' tokens never kept. Cells: 200s/answers ` +
+      `(other statuses), IdP requests, p50/p99 ms; **late**: past the deadline + 100 ms; **near expiry**: a token in its last 5 s.\n`,
   );
-  console.log('| Trouble | `off`: 200 / answered, IdP requests, p50 / p99 ms | `shared`: the same | answered `200`: `shared` / `off` |');
-  console.log('|---|---:|---:|---:|');
-  for (const row of rows) console.log(row);
-  await Promise.all([...fleets.off, ...fleets.shared].map((instance) => instance.stop()));
-  await Promise.all([proxy.close(), secrets.close(), dynamodb.close()]);
-  process.exit(0);
+  console.log(`| row | ${MODES.map((mode) => `\`${mode}\``).join(' | ')} | 200s \`shared\`/\`off\` |`);
+  console.log(`|---|${MODES.map(() => '---').join('|')}|---:|`);
+  for (const line of lines) console.log(line);
+  for (const miss of misses) console.error(`faults: MISS ${miss}`);
+  if (misses.length === 0) console.error('faults: every row met its targets');
+
+  await Promise.all(Object.values(fleets).flatMap((fleet) => fleet.map((instance) => instance.stop())));
+  await Promise.all([proxy.close(), idp.close()]);
+  for (const child of [replayer.child, services.child]) child.disconnect();
+  await Promise.all([once(replayer.child, 'exit'), once(services.child, 'exit')]);
+  rmSync(dir, { recursive: true, force: true });
+  answers?.end();
+  return misses.length > 0 ? 1 : 0;
 }
 
-/** Each instance's callers back to back for SPAN_MS (`inFlight` of them per instance); every answer counted, and how late. */
-async function drive(instances: HandlerProcess[], ask: (instance: HandlerProcess) => Promise<{ statusCode?: number }>, inFlight: number) {
-  const tally: Tally = { ok: 0, statuses: new Map(), late: 0, idpRequests: 0, latenciesMs: [] };
-  const until = performance.now() + SPAN_MS;
-  const caller = async (instance: HandlerProcess) => {
-    while (performance.now() < until) {
-      const sent = performance.now();
-      const { statusCode = 0 } = await ask(instance);
-      const tookMs = performance.now() - sent;
-      tally.latenciesMs.push(tookMs);
-      if (tookMs > DEADLINE_MS + 100) tally.late++;
-      tally.statuses.set(statusCode, (tally.statuses.get(statusCode) ?? 0) + 1);
-      if (statusCode === 200) tally.ok++;
+/** The command line's options, or undefined (after saying why) when it is not one. */
+function readArgs() {
+  const string = { type: 'string' } as const;
+  try {
+    return parseArgs({ options: { k: string, span: string, only: string, answers: string, help: { type: 'boolean' } } }).values;
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : String(error)}\n\n${HELP}`);
+    return undefined;
+  }
+}
+
+async function runScenario(campaign: Campaign, scenario: Scenario, index: number) {
+  const { idp, proxy, replayer, fleets } = campaign;
+  // A fresh client id per row, mode and key: nothing kept, remembered or held carries over.
+  const clientId = (mode: Mode) => (key: number) => `s${index}-${mode}-k${key}`;
+  const tallies = {} as Tallies;
+  const replay = scenario.replay;
+  if (replay) await command(replayer, { kind: 'record' });
+  proxy.set(scenario.table);
+  // Each group of modes works at once against the IdP's script, from the group's own start.
+  for (const modes of scenario.alone ? MODES.map((mode) => [mode]) : [MODES]) {
+    const startedAt = Date.now();
+    for (const mode of modes) tallies[mode] = new Tally(startedAt, DEADLINE_MS, scenario.bucketMs);
+    idp.play(scenario.idp, startedAt);
+    const writing = Promise.all(
+      (replay ?? []).map(({ afterMs, gapMs }) =>
+        sleep(afterMs).then(() => replayer.send({ kind: 'replay', gapMs } satisfies ReplayCommand)),
+      ),
+    );
+    const cpuMs = (mode: Mode) => fleets[mode].reduce((sum, instance) => sum + instance.cpuMs, 0);
+    const cpuBefore = new Map(modes.map((mode) => [mode, cpuMs(mode)]));
+    await Promise.all(
+      modes.map((mode) =>
+        drive(campaign, fleets[mode], scenario, startedAt, clientId(mode), (answer) => {
+          const wrong = tallies[mode].add(answer);
+          const { clientId, sentAt, ms, status, cache } = answer;
+          const issued = readToken(bodyOf(answer).access_token)?.issuedAt;
+          const line = { row: scenario.name, mode, clientId, at: sentAt - startedAt, ms: Math.round(ms), status, cache };
+          campaign.answers?.write(`${JSON.stringify({ ...line, tokenIssuedAt: issued && issued - startedAt, wrong })}\n`);
+        }),
+      ),
+    );
+    await writing;
+    for (const mode of modes) tallies[mode].cpuMs = cpuMs(mode) - (cpuBefore.get(mode) ?? 0);
+  }
+  const replayed = replay ? await command<ReplayReport>(replayer, { kind: 'stop' }) : undefined;
+  proxy.set({ kind: 'pass' });
+  for (const mode of MODES) {
+    const visits = Array.from({ length: scenario.keys }, (_, key) => idp.visits.get(clientId(mode)(key)) ?? []);
+    tallies[mode].idpRequests = visits.reduce((sum, one) => sum + one.length, 0);
+    tallies[mode].idpPerKeyMax = Math.max(...visits.map((one) => one.length));
+    for (const [key, one] of visits.entries()) {
+      const idpAnswered = one.map(({ at, status }) => [at - tallies[mode].startedAt, status]);
+      campaign.answers?.write(`${JSON.stringify({ row: scenario.name, mode, clientId: clientId(mode)(key), idpAnswered })}\n`);
     }
+  }
+  if (scenario.shape.kind === 'killed-holder') {
+    for (const mode of MODES) fleets[mode][0] = await campaign.start(mode);
+  }
+  // Table calls the proxy held end at their own deadline: let them, before the next row.
+  await sleep(1500);
+  return { tallies, replayed };
+}
+
+/** One mode's callers for one row, each answer handed to `record` as it comes. */
+async function drive(
+  campaign: Campaign,
+  fleet: HandlerProcess[],
+  scenario: Scenario,
+  startedAt: number,
+  clientId: (key: number) => string,
+  record: (answer: Answer) => void,
+): Promise<void> {
+  const ask = (instance: HandlerProcess, key: number) => askOne(campaign.idp, instance, clientId(key));
+  const backToBack = async (instance: HandlerProcess, first: number) => {
+    for (let n = first; Date.now() < startedAt + scenario.spanMs; n++) record(await ask(instance, n % scenario.keys));
   };
-  await Promise.all(instances.flatMap((instance) => Array.from({ length: inFlight }, () => caller(instance))));
-  return tally;
+  const { shape } = scenario;
+  switch (shape.kind) {
+    case 'callers':
+      await Promise.all(
+        fleet.flatMap((instance, i) => Array.from({ length: shape.inFlight }, (_, j) => backToBack(instance, i * shape.inFlight + j))),
+      );
+      return;
+    case 'burst': {
+      // Each instance takes requests for every key: request r goes to instance r * K / requests.
+      const instance = (r: number) => fleet[Math.floor((r * fleet.length) / shape.requests)] as HandlerProcess;
+      const requests = Array.from({ length: shape.requests }, (_, r) => ask(instance(r), r % scenario.keys));
+      for (const answer of await Promise.all(requests)) record(answer);
+      return;
+    }
+    case 'killed-holder': {
+      const [holder, ...others] = fleet as [HandlerProcess, ...HandlerProcess[]];
+      // Its answer dies with it.
+      void ask(holder, 0);
+      const holding = clientId(0);
+      for (let waited = 0; (campaign.idp.visits.get(holding)?.length ?? 0) === 0 && waited < DEADLINE_MS; waited += 5) await sleep(5);
+      await holder.kill();
+      await Promise.all(others.map((instance, i) => backToBack(instance, i)));
+      return;
+    }
+  }
 }
 
-function cells(tally: Tally): string {
-  const answered = [...tally.statuses.values()].reduce((a, b) => a + b, 0);
-  const others = [...tally.statuses].filter(([status]) => status !== 200).map(([status, count]) => `${count} ${status}`);
-  const late = tally.late > 0 ? `, ${tally.late} past the deadline` : '';
-  const sorted = [...tally.latenciesMs].sort((a, b) => a - b);
-  const at = (q: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0);
-  return `${tally.ok} / ${answered}${others.length > 0 ? ` (${others.join(', ')})` : ''}, ${tally.idpRequests}, ${at(0.5)} / ${at(0.99)}${late}`;
+const events = new Map<string, APIGatewayProxyEventV2>();
+function eventFor(idp: ScriptedIdp, clientId: string): APIGatewayProxyEventV2 {
+  const known = events.get(clientId);
+  if (known) return known;
+  const event = tokenEvent({ client_id: clientId, client_secret: 'faults-secret', access_token_url: idp.tokenUrl });
+  events.set(clientId, event);
+  return event;
 }
 
-main().catch((error: unknown) => {
-  console.error(`faults failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-  process.exit(1);
-});
+async function askOne(idp: ScriptedIdp, instance: HandlerProcess, clientId: string): Promise<Answer> {
+  const sentAt = Date.now();
+  try {
+    const { result, ms } = await instance.measure(eventFor(idp, clientId));
+    const cache = String(result.headers?.['x-token-cache'] ?? '');
+    return { clientId, sentAt, ms, status: result.statusCode ?? 0, cache, body: String(result.body ?? '') };
+  } catch {
+    return { clientId, sentAt, ms: Date.now() - sentAt, status: 0, cache: '', body: '' };
+  }
+}
+
+function cell(tally: Tally, perKey: boolean): string {
+  const others = [...tally.statuses]
+    .filter(([status]) => status !== 200)
+    .sort(([a], [b]) => a - b)
+    .map(([status, count]) => `${count} ${status === 0 ? 'lost' : status}`);
+  const wrong = [...tally.wrong].map(([what, count]) => `**${count} ${what}**`);
+  return [
+    `${tally.ok}/${tally.answered}${others.length > 0 ? ` (${others.join(', ')})` : ''}`,
+    `${tally.idpRequests}${perKey ? ` (${tally.idpPerKeyMax}/key)` : ''}`,
+    `${Math.round(tally.percentile(0.5))}/${Math.round(tally.percentile(0.99))}`,
+    ...(tally.late > 0 ? [`**${tally.late} late**`] : []),
+    ...wrong,
+  ].join(', ');
+}
+
+function row(scenario: Scenario, tallies: Tallies): string {
+  const { shared, off } = tallies;
+  const ratio = off.ok === 0 ? '-' : `${((shared.ok / off.ok) * 100).toFixed(0)}%`;
+  const perKey = scenario.sharedPerKey !== undefined;
+  return `| ${scenario.name} | ${MODES.map((mode) => cell(tallies[mode], perKey)).join(' | ')} | ${ratio} |`;
+}
+
+function progress(mode: Mode, tally: Tally): string {
+  const cache = [...tally.cache].map(([header, count]) => `${count} ${header || 'without x-token-cache'}`).join(', ');
+  const timeline = tally.timeline.map(({ ok, answered }) => `${ok}/${answered}`).join(' ');
+  const failed = tally.lastFailedAt === undefined ? '' : `; the last not 200 sent at ${(tally.lastFailedAt / 1000).toFixed(1)} s`;
+  const cpu = `, CPU ${(tally.cpuMs / Math.max(1, tally.answered)).toFixed(1)} ms an answer`;
+  return `${mode.padEnd(6)} ${cell(tally, true)}, max ${Math.round(tally.percentile(1))} ms${cpu}; 200s: ${cache || 'none'}${failed}; 200s/answers by ${tally.bucketMs / 1000} s: ${timeline}`;
+}
+
+/** What a row missed: lateness, wrong tokens, too many IdP requests, or `shared` answering less than `off`. */
+function missed(scenario: Scenario, tallies: Tallies): string[] {
+  const misses: string[] = [];
+  for (const mode of MODES) {
+    const tally = tallies[mode];
+    if (tally.late > 0) misses.push(`${scenario.name}: \`${mode}\` answered ${tally.late} past the deadline + 100 ms`);
+    for (const [what, count] of tally.wrong) misses.push(`${scenario.name}: \`${mode}\` answered ${count} tokens: ${what}`);
+  }
+  const { shared, off } = tallies;
+  if (shared.ok < 0.99 * off.ok) misses.push(`${scenario.name}: \`shared\` answered ${shared.ok} 200s, under 99% of \`off\`'s ${off.ok}`);
+  if (scenario.sharedPerKey !== undefined && shared.idpPerKeyMax > scenario.sharedPerKey) {
+    misses.push(`${scenario.name}: \`shared\` asked the IdP ${shared.idpPerKeyMax} times for one key (at most ${scenario.sharedPerKey})`);
+  }
+  return misses;
+}
+
+/** A campaign process (tsx), once it has sent its first message. */
+async function forked<T>(file: string, args: string[]): Promise<{ child: ChildProcess; message: T }> {
+  const child = fork(join(__dirname, file), args, {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const [message] = (await Promise.race([
+    once(child, 'message'),
+    once(child, 'exit').then(() => Promise.reject(new Error(`faults/${file} ended before it started`))),
+  ])) as [T];
+  return { child, message };
+}
+
+/** Send the replayer a command and take its one answer. */
+async function command<T>(child: ChildProcess, sent: ReplayCommand): Promise<T> {
+  const answered = once(child, 'message') as Promise<[T]>;
+  child.send(sent);
+  return (await answered)[0];
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(`faults failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    process.exit(1);
+  },
+);

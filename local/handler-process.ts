@@ -9,8 +9,12 @@ const REPO_ROOT = join(__dirname, '..');
 /** The handler running in a child process, invoked with events as Lambda would. */
 export interface HandlerProcess {
   invoke(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2>;
-  /** The log record of every request answered so far, in order. */
+  /** The same, with the handler's own duration (ms) as the process measured it. */
+  measure(event: APIGatewayProxyEventV2): Promise<{ result: APIGatewayProxyStructuredResultV2; ms: number }>;
+  /** The log record of every request answered so far, in order (from the sources only: a bundle logs to its stdout). */
   readonly records: RequestRecord[];
+  /** The CPU time (user and system, ms) the process had used when it sent its latest answer. */
+  readonly cpuMs: number;
   stop(): Promise<void>;
   /** End the process at once, as a Lambda instance dies: no cleanup, nothing more sent or written. */
   kill(): Promise<void>;
@@ -19,18 +23,19 @@ export interface HandlerProcess {
 type Reply =
   | { ready: true }
   | { record: RequestRecord }
-  | { id: number; result: APIGatewayProxyStructuredResultV2 }
+  | { id: number; result: APIGatewayProxyStructuredResultV2; ms: number; cpuMs: number }
   | { id: number; rejected: string };
 
 /**
  * Start `createHandler(loadConfig(env))` in a process of its own, on the Node.js binary running the
  * caller: an instance of its own (its own memory, sockets and event loop), and settings Node reads only
  * when a process starts, such as `NODE_EXTRA_CA_CERTS`. `env` is the whole environment: nothing of the
- * caller's configuration leaks in.
+ * caller's configuration leaks in. With `bundle` (a built bundle's path), the process runs that bundle's
+ * `handler`, as Lambda loads the deployed function, rather than the TypeScript sources.
  */
-export async function startHandlerProcess(env: NodeJS.ProcessEnv): Promise<HandlerProcess> {
+export async function startHandlerProcess(env: NodeJS.ProcessEnv, options: { bundle?: string } = {}): Promise<HandlerProcess> {
   let stderr = '';
-  const child: ChildProcess = fork(join(__dirname, 'handler-process-entry.ts'), [], {
+  const child: ChildProcess = fork(join(__dirname, 'handler-process-entry.ts'), options.bundle === undefined ? [] : [options.bundle], {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH, ...env },
     execArgv: ['--import', 'tsx'],
@@ -39,17 +44,20 @@ export async function startHandlerProcess(env: NodeJS.ProcessEnv): Promise<Handl
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');
   });
-  const pending = new Map<number, { resolve(result: APIGatewayProxyStructuredResultV2): void; reject(error: Error): void }>();
+  type Measured = { result: APIGatewayProxyStructuredResultV2; ms: number };
+  const pending = new Map<number, { resolve(measured: Measured): void; reject(error: Error): void }>();
   const exited = once(child, 'exit');
   let ready: () => void = () => undefined;
   const started = new Promise<void>((resolve) => (ready = resolve));
   const records: RequestRecord[] = [];
+  let cpuMs = 0;
   child.on('message', (reply: Reply) => {
     if ('ready' in reply) return ready();
     if ('record' in reply) return void records.push(reply.record);
     const waiting = pending.get(reply.id);
     pending.delete(reply.id);
-    if ('result' in reply) waiting?.resolve(reply.result);
+    if ('cpuMs' in reply) cpuMs = reply.cpuMs;
+    if ('result' in reply) waiting?.resolve({ result: reply.result, ms: reply.ms });
     else waiting?.reject(new Error(`the handler rejected: ${reply.rejected}`));
   });
   child.on('exit', (code) => {
@@ -65,15 +73,24 @@ export async function startHandlerProcess(env: NodeJS.ProcessEnv): Promise<Handl
   ]);
 
   let nextId = 0;
+  const measure = (event: APIGatewayProxyEventV2): Promise<Measured> => {
+    const id = (nextId += 1);
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      // A process that has gone cannot take the event: the send fails here rather than as an unhandled 'error'.
+      child.send({ id, event }, (error) => {
+        if (error === null || !pending.delete(id)) return;
+        reject(error);
+      });
+    });
+  };
   return {
     records,
-    invoke(event) {
-      const id = (nextId += 1);
-      return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        child.send({ id, event });
-      });
+    get cpuMs() {
+      return cpuMs;
     },
+    measure,
+    invoke: (event) => measure(event).then(({ result }) => result),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.disconnect();

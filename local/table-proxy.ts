@@ -3,7 +3,8 @@ import { createServer, type IncomingHttpHeaders, request as forward } from 'node
 import type { AddressInfo, Socket } from 'node:net';
 
 /**
- * How the proxy treats the next requests: pass them through, pass them late, never answer, pass them
+ * How the proxy treats the next requests: pass them through, pass them late (by `ms`, or by a time drawn
+ * evenly between `ms` and `upToMs` for each), never answer, pass them
  * and never answer (the write lands, its answer is lost), cut the connection, or answer a DynamoDB
  * error itself (status and `__type`, as DynamoDB sends them). All but passing and cutting apply to every
  * request, or `only` to one operation, or only to requests whose body holds `matching` (one instance's
@@ -11,7 +12,7 @@ import type { AddressInfo, Socket } from 'node:net';
  */
 export type ProxyMode =
   | { kind: 'pass' }
-  | { kind: 'delay'; ms: number; matching?: string }
+  | { kind: 'delay'; ms: number; upToMs?: number; matching?: string }
   | { kind: 'hang'; only?: Operation; matching?: string }
   | { kind: 'lose-answer'; only?: Operation; matching?: string }
   | { kind: 'reset' }
@@ -73,10 +74,11 @@ export async function startTableProxy(target: string): Promise<TableProxy> {
         );
       };
       if (current.kind === 'delay' && applies) {
+        const ms = current.ms + Math.random() * Math.max(0, (current.upToMs ?? current.ms) - current.ms);
         const timer = setTimeout(() => {
           timers.delete(timer);
           pass();
-        }, current.ms);
+        }, ms);
         timers.add(timer);
       } else {
         pass();

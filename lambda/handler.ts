@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { noCacheRequested } from './request/cache-control';
 import type { CacheReport } from './cache/report';
 import { createTokenCache, type TokenCache } from './cache/token-cache';
@@ -9,16 +9,18 @@ import { ExchangeError } from './errors';
 import { exchangeToken, type IdpToken, type UpstreamReport } from './upstream/exchange';
 import type { MetadataReport } from './upstream/issuer-metadata';
 import { describeError, type Observability, powertoolsObservability, type RequestRecord } from './observability';
-import { errorResponse, jsonResponse, notFoundResponse, publicJsonResponse, type Response } from './responses';
+import { errorResponse, jsonResponse, noRouteResponse, publicJsonResponse, type Response } from './responses';
+import { eventParts, payloadFormat, routeKeyOf } from './request/gateway-event';
 import { isJwksRoute, isTokenRoute } from './request/routes';
 import { parseTokenRequest } from './request/token-request';
 import { createEndpointResolver, type EndpointResolver } from './upstream/token-endpoint';
 
 /**
- * The Lambda handler. Typed as API Gateway calls it, but a direct invoke can pass any JSON value,
- * so nothing here trusts the event's shape: parsing checks it.
+ * The Lambda handler. Typed as API Gateway calls it, from an HTTP API (payload 2.0) or a REST API
+ * (1.0), with the same answers; but a direct invoke can pass any JSON value, so nothing here trusts
+ * the event's shape: parsing checks it.
  */
-export type TokenHandler = (event: APIGatewayProxyEventV2, context?: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+export type TokenHandler = (event: APIGatewayProxyEventV2 | APIGatewayProxyEvent, context?: Context) => Promise<Response>;
 
 /** IdPs may keep the JWKS this long (the contract allows at most 5 minutes): a new key is published at least this long before it signs. */
 const JWKS_MAX_AGE_SECONDS = 300;
@@ -43,7 +45,7 @@ export function createHandler(
 
   return async (event: unknown, context) => {
     const jwks = credentials.publishesKeys && isJwksRoute(event);
-    if (!jwks && !isTokenRoute(event)) return notFoundResponse();
+    if (!jwks && !isTokenRoute(event)) return noRouteResponse(payloadFormat(event));
     const started = runtime.mono();
     const arrivedAt = runtime.epoch();
     // One deadline for everything the request does: the issuer's metadata, table calls, waits and the IdP.
@@ -63,7 +65,7 @@ export function createHandler(
     }
     const entry: RequestRecord = {
       ...record,
-      route: routeOf(event),
+      route: routeKeyOf(event),
       outcome: record.outcome,
       status: response.statusCode,
       latency_ms: Math.round((performance.now() - started) * 10) / 10,
@@ -134,17 +136,11 @@ async function answerToken(
     // What is left of the deadline once the issuer's metadata, if any, was read.
     return jsonResponse(200, await exchange(Math.max(1, leftUntil(time.deadline, runtime.mono()))));
   }
-  // parseTokenRequest accepted the event, so its headers are strings.
-  const noCache = noCacheRequested((event as { headers: Record<string, string> }).headers);
+  // parseTokenRequest accepted the event, so its parts can be read.
+  const noCache = noCacheRequested(eventParts(event).headers);
   if (noCache) record.no_cache = true;
   const answer = await cache.resolve({ request, tokenUrl: target.url.href, noCache, ...time, exchange, report: cached });
   return jsonResponse(200, answer.token, { 'x-token-cache': answer.header });
-}
-
-/** The route key as API Gateway names it; a direct invoke's own value is logged only if it is one. */
-function routeOf(event: unknown): string {
-  const routeKey = (event as { routeKey?: unknown }).routeKey;
-  return typeof routeKey === 'string' && routeKey.length <= 64 ? routeKey : '-';
 }
 
 /** The deployed function: configuration is read once, when the runtime loads the module. */

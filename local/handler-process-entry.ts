@@ -2,13 +2,12 @@
  * The child side of handler-process.ts: the handler built from this process's own environment, as
  * the deployed function builds it, answering each event sent over IPC.
  */
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { loadConfig } from '../lambda/config';
-import { createHandler } from '../lambda/handler';
+import { createHandler, type TokenHandler } from '../lambda/handler';
 
 interface Invocation {
   id: number;
-  event: APIGatewayProxyEventV2;
+  event: Parameters<TokenHandler>[0];
 }
 
 // Each log record goes to the parent process (before its answer), not to the parent's output.

@@ -1,14 +1,15 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { TokenHandler } from '../lambda/handler';
 import type { RequestRecord } from '../lambda/observability';
+import type { Response } from '../lambda/responses';
 
 const REPO_ROOT = join(__dirname, '..');
 
 /** The handler running in a child process, invoked with events as Lambda would. */
 export interface HandlerProcess {
-  invoke(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2>;
+  invoke(event: Parameters<TokenHandler>[0]): Promise<Response>;
   /** The log record of every request answered so far, in order. */
   readonly records: RequestRecord[];
   stop(): Promise<void>;
@@ -16,11 +17,7 @@ export interface HandlerProcess {
   kill(): Promise<void>;
 }
 
-type Reply =
-  | { ready: true }
-  | { record: RequestRecord }
-  | { id: number; result: APIGatewayProxyStructuredResultV2 }
-  | { id: number; rejected: string };
+type Reply = { ready: true } | { record: RequestRecord } | { id: number; result: Response } | { id: number; rejected: string };
 
 /**
  * Start `createHandler(loadConfig(env))` in a process of its own, on the Node.js binary running the
@@ -39,7 +36,7 @@ export async function startHandlerProcess(env: NodeJS.ProcessEnv): Promise<Handl
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');
   });
-  const pending = new Map<number, { resolve(result: APIGatewayProxyStructuredResultV2): void; reject(error: Error): void }>();
+  const pending = new Map<number, { resolve(result: Response): void; reject(error: Error): void }>();
   const exited = once(child, 'exit');
   let ready: () => void = () => undefined;
   const started = new Promise<void>((resolve) => (ready = resolve));

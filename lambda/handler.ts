@@ -3,7 +3,7 @@ import { noCacheRequested } from './request/cache-control';
 import type { CacheReport } from './cache/report';
 import { createTokenCache, type TokenCache } from './cache/token-cache';
 import { type EpochMs, leftUntil, type MonoMs, monoMs, type Runtime, realRuntime } from './cache/time';
-import { type Config, loadConfig } from './config';
+import { type Config, loadConfigAtStart } from './config';
 import { type CredentialReport, StoredCredentials } from './credentials/stored-credentials';
 import { ExchangeError } from './errors';
 import { exchangeToken, type IdpToken, type UpstreamReport } from './upstream/exchange';
@@ -144,4 +144,4 @@ async function answerToken(
 }
 
 /** The deployed function: configuration is read once, when the runtime loads the module. */
-export const handler: TokenHandler = createHandler(loadConfig(process.env));
+export const handler: TokenHandler = createHandler(loadConfigAtStart(process.env));

@@ -2,7 +2,7 @@
  * The child side of handler-process.ts: the handler built from this process's own environment, as
  * the deployed function builds it, answering each event sent over IPC.
  */
-import { loadConfig } from '../lambda/config';
+import { loadConfigAtStart } from '../lambda/config';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 
 interface Invocation {
@@ -11,7 +11,7 @@ interface Invocation {
 }
 
 // Each log record goes to the parent process (before its answer), not to the parent's output.
-const handle = createHandler(loadConfig(process.env), { record: (record) => process.send?.({ record }) });
+const handle = createHandler(loadConfigAtStart(process.env), { record: (record) => process.send?.({ record }) });
 
 process.on('message', (message: Invocation) => {
   void handle(message.event).then(

@@ -4,7 +4,7 @@ import type { CacheReport } from './cache/report';
 import { createTokenCache, type TokenCache } from './cache/token-cache';
 import { type EpochMs, leftUntil, type MonoMs, monoMs, type Runtime, realRuntime } from './cache/time';
 import { type Config, loadConfigAtStart } from './config';
-import { type CredentialReport, StoredCredentials } from './credentials/stored-credentials';
+import { type CredentialReport, type PublishedKeys, StoredCredentials } from './credentials/stored-credentials';
 import { ExchangeError } from './errors';
 import { exchangeToken, type IdpToken, type UpstreamReport } from './upstream/exchange';
 import type { MetadataReport } from './upstream/issuer-metadata';
@@ -24,6 +24,8 @@ export type TokenHandler = (event: APIGatewayProxyEventV2 | APIGatewayProxyEvent
 
 /** IdPs may keep the JWKS this long (the contract allows at most 5 minutes): a new key is published at least this long before it signs. */
 const JWKS_MAX_AGE_SECONDS = 300;
+/** A JWKS without a key KMS would not give is kept only this long: the key is back soon after KMS gives it. */
+const PARTIAL_JWKS_MAX_AGE_SECONDS = 30;
 
 /**
  * Build the Lambda handler for a configuration: parse the request (for a stored credential, check
@@ -55,7 +57,7 @@ export function createHandler(
     let response: Response;
     try {
       response = jwks
-        ? publicJsonResponse(await credentials.jwks(deadline, stored), JWKS_MAX_AGE_SECONDS)
+        ? publishedKeys(await credentials.jwks(deadline, stored))
         : await answerToken(parts, event, { arrivedAt, deadline }, reports);
       record.outcome = 'ok';
     } catch (error) {
@@ -141,6 +143,10 @@ async function answerToken(
   if (noCache) record.no_cache = true;
   const answer = await cache.resolve({ request, tokenUrl: target.url.href, noCache, ...time, exchange, report: cached });
   return jsonResponse(200, answer.token, { 'x-token-cache': answer.header });
+}
+
+function publishedKeys({ jwks, complete }: PublishedKeys): Response {
+  return publicJsonResponse(jwks, complete ? JWKS_MAX_AGE_SECONDS : PARTIAL_JWKS_MAX_AGE_SECONDS);
 }
 
 /** The deployed function: configuration is read once, when the runtime loads the module. */

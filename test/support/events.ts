@@ -96,7 +96,7 @@ export function restEventOf(event: APIGatewayProxyEventV2): APIGatewayProxyEvent
       httpMethod: http.method,
       identity: {
         accessKey: userArn === null ? null : 'ASIAEXAMPLEKEY',
-        accountId: userArn === null ? null : (userArn.split(':')[4] ?? null),
+        accountId: typeof userArn === 'string' ? (userArn.split(':')[4] ?? null) : null,
         apiKey: null,
         apiKeyId: null,
         caller: userArn === null ? null : 'AROAEXAMPLEID:session',

@@ -13,6 +13,17 @@ import { type HandlerProcess, startHandlerProcess } from '../local/handler-proce
 import { startLocalSecretsManager } from '../local/secrets-manager-local';
 import { type ProxyMode, startTableProxy } from '../local/table-proxy';
 
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write(`npm run faults
+
+Runs the shared token cache under trouble (a slow, hanging or failing table, a slow IdP, overload) on
+a fleet of 8 processes, each its own function instance, beside the same fleet with TOKEN_CACHE=off,
+all on 127.0.0.1, and prints a markdown table of what each trouble cost against off. No settings;
+takes a few minutes.
+`);
+  process.exit(0);
+}
+
 const [K, DEADLINE_MS, SPAN_MS] = [8, 5000, 10_000];
 // An `expires_in` under 30 s is never kept: every burst goes through the claim, the wait and the exchange again.
 const UNKEPT_S = 20;

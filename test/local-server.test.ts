@@ -551,7 +551,12 @@ describe('npm start with settings of its own', () => {
 
   it('answers --help with what it does and its settings, and starts nothing', () => {
     // Act
-    const help = execFileSync(tsx, ['local/server.ts', '--help'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: START_TIMEOUT_MS });
+    const help = execFileSync(tsx, ['local/server.ts', '--help'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      stdio: 'pipe',
+      timeout: START_TIMEOUT_MS,
+    });
 
     // Assess
     expect(help).toContain('npm start [-- --api rest]');

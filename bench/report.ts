@@ -6,6 +6,15 @@ import { text } from 'node:stream/consumers';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { toApiGatewayEvent } from '../local/api-gateway-event';
 
+// Taken at load: the fleet silences the process's own streams while the instances run in it.
+const writeStderr = process.stderr.write.bind(process.stderr);
+const benchStarted = performance.now();
+
+/** One line on stderr as a scenario starts, with the minutes since the bench began: the run is long. */
+export function progress(scenario: string): void {
+  writeStderr(`bench: ${((performance.now() - benchStarted) / 60_000).toFixed(1)} min: ${scenario}\n`);
+}
+
 /** What every token server of the bench answers; every measured call must come back with it. */
 export const BENCH_TOKEN = 'bench-access-token';
 /** The workers' Node, directory, code, environment and token URL; the targets table (with no `pass`, a figure has no target). */

@@ -1,5 +1,19 @@
 // `npm run bench`: the deployed bundle against token servers on 127.0.0.1 (nothing else is contacted); the figures go to
 // reports/bench.md (gitignored). `npm run bench -- --cold-start` measures the cold starts alone.
+
+const HELP = `npm run bench [-- --cold-start]
+
+Measures the deployed bundle (built as the stack builds it) against token servers, dynalite and
+the KMS and Secrets Manager stand-ins, all on 127.0.0.1: warm calls against fetch and node:https,
+the bundle's size, cold starts (each cache mode, 300 stored credentials), and the shared cache on a
+fleet of instances. About 13 minutes on 2 cores (--cold-start: about 2); one line on stderr as each
+scenario starts. Writes reports/bench.md and prints each target's verdict; exits 1 if one fails.
+
+Settings:
+  --cold-start   the cold starts alone
+  BENCH_NODE     the Node.js the measured processes run on (default: Node.js 24 from .ci/node24 once
+                 npm run test:node24 has installed it, else this one)
+`;
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, type } from 'node:os';
@@ -9,7 +23,7 @@ import { build, type Metafile } from 'esbuild';
 import { lambdaBuildOptions } from '../infra/bundling';
 import { coldStart } from './cold-start';
 import { type Fleet, STORED_KEY, startTokenServer, withFleet } from './fleet';
-import { type Bench, BENCH_TOKEN, ms, ratio, row, runWorker, section, summarize, table, tokenEvent } from './report';
+import { type Bench, BENCH_TOKEN, ms, progress, ratio, row, runWorker, section, summarize, table, tokenEvent } from './report';
 import { sharedCache } from './shared-cache';
 import type { WarmResult } from './worker';
 
@@ -22,6 +36,7 @@ const [ROLE, SESSION] = ['arn:aws:iam::000000000000:role/bench', 'arn:aws:sts::0
 async function warmScenario(bench: Bench, connections: () => number, services: Record<string, string>): Promise<string> {
   const rows: string[] = [];
   const run = async (label: string, subjects: string, extra: Record<string, string> = {}) => {
+    progress(`warm calls: ${label}`);
     const before = connections();
     const result = (await runWorker(bench, { ...extra, BENCH_SUBJECTS: subjects })) as WarmResult;
     const memory = [result.rssBytes, result.heapUsedBytes].map((bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`);
@@ -49,6 +64,7 @@ async function warmScenario(bench: Bench, connections: () => number, services: R
   return section('## Warm calls', `${what} and TLS connections`, head, rows);
 }
 function bundleSection(bench: Bench, metafile: Metafile): string {
+  progress('the bundle');
   const code = readFileSync(bench.bundlePath);
   const kib = code.length / 1024;
   bench.atMost('Minified bundle', `${kib.toFixed(1)} KiB`, kib, TARGETS.bundleKiB, ' KiB');
@@ -94,7 +110,6 @@ async function main(): Promise<void> {
   const { metafile } = await build({ ...lambdaBuildOptions(bundlePath), metafile: true });
   await build({ entryPoints: [join(__dirname, 'worker.ts')], outdir: dir, bundle: true, platform: 'node', logLevel: 'warning' });
   const coldOnly = process.argv.includes('--cold-start');
-  console.error(coldOnly ? 'bench: cold starts' : 'bench: warm calls, the bundle, then cold starts and the fleet (most of the run)');
   // A stored credential's KMS key is in the fleet's services.
   const fleetSections = async (fleet: Fleet) => [
     ...(coldOnly ? [] : [await warmScenario(bench, server.connections, fleet.env), bundleSection(bench, metafile)]),
@@ -120,6 +135,11 @@ function writeReport(header: string, verdicts: string[][], sections: string[]): 
   console.log(`wrote ${relative(process.cwd(), REPORT)}`);
   if (verdicts.some((cells) => cells[3] === '**FAIL**')) process.exitCode = 1;
 }
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write(HELP);
+  process.exit(0);
+}
+
 main().catch((error: unknown) => {
   console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   process.exit(1);

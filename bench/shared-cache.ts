@@ -4,7 +4,7 @@ import { epochMs } from '../lambda/clock';
 import { type Phase, phaseOf } from '../lambda/cache/core/lifetime';
 import { TABLE_SCHEMA } from '../lambda/cache/table-schema';
 import { type Answer, type Fleet, type Instance, TABLE } from './fleet';
-import { BENCH_TOKEN, ms, ratio, row, section, summarize, tally } from './report';
+import { BENCH_TOKEN, ms, progress, ratio, row, section, summarize, tally } from './report';
 import { measure } from './worker';
 
 // `expires_in` 39 s: fresh 9 s, 4 s in the rest of the fleet (a copy from the table is 5 s older). A caller every 7.5 ms whatever
@@ -29,7 +29,16 @@ function ageAt(expiresIn: number, phases: Phase[]): { ms: number; phase: Phase }
 /** Each scenario judges its targets and returns its markdown, or nothing when its lines of the targets table say it all. */
 export async function sharedCache(fleet: Fleet): Promise<string> {
   const sections = ['## Fleet: the shared token cache'];
-  for (const scenario of [lifetimes, hitLatency, hotKey, idpOutage]) sections.push(await scenario(fleet));
+  const scenarios: [string, (fleet: Fleet) => Promise<string>][] = [
+    ["the fleet: a token's lifetimes at K = 1, 8, 32, each cache mode", lifetimes],
+    ['the fleet: hit latency, memory and table', hitLatency],
+    ['the fleet: a hot key as its token turns', hotKey],
+    ['the fleet: a 60 s IdP outage', idpOutage],
+  ];
+  for (const [name, scenario] of scenarios) {
+    progress(name);
+    sections.push(await scenario(fleet));
+  }
   return sections.filter(Boolean).join('\n\n');
 }
 

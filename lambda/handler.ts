@@ -1,28 +1,32 @@
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { noCacheRequested } from './request/cache-control';
 import type { CacheReport } from './cache/report';
 import { randomBytes } from 'node:crypto';
 import { createTokenCache, type TokenCache } from './cache/shell/token-cache';
 import { type Clock, Deadline, type EpochMs, systemClock } from './clock';
-import { type Config, loadConfig } from './config';
-import { type CredentialReport, StoredCredentials } from './credentials/stored-credentials';
+import { type Config, loadConfigAtStart } from './config';
+import { type CredentialReport, type PublishedKeys, StoredCredentials } from './credentials/stored-credentials';
 import { ExchangeError } from './errors';
 import { exchangeToken, type IdpToken, type UpstreamReport } from './upstream/exchange';
 import type { MetadataReport } from './upstream/issuer-metadata';
 import { describeError, type Observability, powertoolsObservability, type RequestRecord } from './observability';
-import { errorResponse, jsonResponse, notFoundResponse, publicJsonResponse, type Response } from './responses';
+import { errorResponse, jsonResponse, noRouteResponse, publicJsonResponse, type Response } from './responses';
+import { eventParts, payloadFormat, routeKeyOf } from './request/gateway-event';
 import { isJwksRoute, isTokenRoute } from './request/routes';
 import { parseTokenRequest } from './request/token-request';
 import { createEndpointResolver, type EndpointResolver } from './upstream/token-endpoint';
 
 /**
- * The Lambda handler. Typed as API Gateway calls it, but a direct invoke can pass any JSON value,
- * so nothing here trusts the event's shape: parsing checks it.
+ * The Lambda handler. Typed as API Gateway calls it, from an HTTP API (payload 2.0) or a REST API
+ * (1.0), with the same answers; but a direct invoke can pass any JSON value, so nothing here trusts
+ * the event's shape: parsing checks it.
  */
-export type TokenHandler = (event: APIGatewayProxyEventV2, context?: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+export type TokenHandler = (event: APIGatewayProxyEventV2 | APIGatewayProxyEvent, context?: Context) => Promise<Response>;
 
 /** IdPs may keep the JWKS this long (the contract allows at most 5 minutes): a new key is published at least this long before it signs. */
 const JWKS_MAX_AGE_SECONDS = 300;
+/** A JWKS without a key KMS would not give is kept only this long: the key is back soon after KMS gives it. */
+const PARTIAL_JWKS_MAX_AGE_SECONDS = 30;
 
 /**
  * Build the Lambda handler for a configuration: parse the request (for a stored credential, check
@@ -44,7 +48,7 @@ export function createHandler(
 
   return async (event: unknown, context) => {
     const jwks = credentials.publishesKeys && isJwksRoute(event);
-    if (!jwks && !isTokenRoute(event)) return notFoundResponse();
+    if (!jwks && !isTokenRoute(event)) return noRouteResponse(payloadFormat(event));
     const started = clock.mono();
     const arrivedAt = clock.epoch();
     // One deadline for everything the request does: the issuer's metadata, table calls, waits and the IdP.
@@ -54,7 +58,7 @@ export function createHandler(
     let response: Response;
     try {
       response = jwks
-        ? publicJsonResponse(await credentials.jwks(deadline, stored), JWKS_MAX_AGE_SECONDS)
+        ? publishedKeys(await credentials.jwks(deadline, stored))
         : await answerToken(parts, event, { arrivedAt, deadline }, reports);
       record.outcome = 'ok';
     } catch (error) {
@@ -64,7 +68,7 @@ export function createHandler(
     }
     const entry: RequestRecord = {
       ...record,
-      route: routeOf(event),
+      route: routeKeyOf(event),
       outcome: record.outcome,
       status: response.statusCode,
       latency_ms: Math.round((clock.mono() - started) * 10) / 10,
@@ -131,18 +135,16 @@ async function answerToken(
       ? credentials.exchange(request, target, time.deadline, upstream, stored)
       : exchangeToken(request, target, time.deadline, upstream);
   if (!cache) return jsonResponse(200, await exchange());
-  // parseTokenRequest accepted the event, so its headers are strings.
-  const noCache = noCacheRequested((event as { headers: Record<string, string> }).headers);
+  // parseTokenRequest accepted the event, so its parts can be read.
+  const noCache = noCacheRequested(eventParts(event).headers);
   if (noCache) record.no_cache = true;
   const answer = await cache.resolve({ request, tokenUrl: target.url.href, noCache, ...time, exchange, report: cached });
   return jsonResponse(200, answer.token, { 'x-token-cache': answer.header });
 }
 
-/** The route key as API Gateway names it; a direct invoke's own value is logged only if it is one. */
-function routeOf(event: unknown): string {
-  const routeKey = (event as { routeKey?: unknown }).routeKey;
-  return typeof routeKey === 'string' && routeKey.length <= 64 ? routeKey : '-';
+function publishedKeys({ jwks, complete }: PublishedKeys): Response {
+  return publicJsonResponse(jwks, complete ? JWKS_MAX_AGE_SECONDS : PARTIAL_JWKS_MAX_AGE_SECONDS);
 }
 
 /** The deployed function: configuration is read once, when the runtime loads the module. */
-export const handler: TokenHandler = createHandler(loadConfig(process.env));
+export const handler: TokenHandler = createHandler(loadConfigAtStart(process.env));

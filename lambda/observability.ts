@@ -46,7 +46,10 @@ export interface RequestRecord {
   credential?: string;
   /** A stored credential's request: the caller's IAM ARN, as API Gateway verified it. */
   caller?: string;
-  /** Why a stored credential got no secret, key or signature: the Secrets Manager or KMS error's name, or the broker's. */
+  /**
+   * Why a stored credential got no secret, key or signature: the Secrets Manager or KMS error's name, or the
+   * broker's. On the JWKS route, `NAME: ERROR` for each key left out, by a credential's name, never the key's ARN.
+   */
   credential_error?: string;
   /** For a 500: the error's class name and errno-style codes of its causes, never a message. */
   error_name?: string;

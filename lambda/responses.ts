@@ -1,5 +1,5 @@
-import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { ExchangeError, INTERNAL_ERROR_DESCRIPTION, UpstreamThrottled } from './errors';
+import type { PayloadFormat } from './request/gateway-event';
 
 // RFC 6749 5.1: token responses must not be cached. Errors carry the same headers so no
 // intermediary stores any answer of this endpoint.
@@ -9,12 +9,21 @@ const HEADERS = {
   pragma: 'no-cache',
 } as const;
 
-/** A structured result (never the "simple response" form) whose status is always set. */
-export type Response = APIGatewayProxyStructuredResultV2 & { statusCode: number };
+/**
+ * What the function answers, in the one shape both payload formats read alike: the HTTP API's
+ * structured result (never its "simple response" form) and a REST API proxy integration's result.
+ * Each header has one value (2.0 has no `multiValueHeaders`), and the body is text, said explicitly.
+ */
+export interface Response {
+  readonly statusCode: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+  readonly isBase64Encoded: false;
+}
 
 /** A JSON answer with the contract's headers. */
 export function jsonResponse(statusCode: number, body: unknown, extraHeaders: Record<string, string> = {}): Response {
-  return { statusCode, headers: { ...HEADERS, ...extraHeaders }, body: JSON.stringify(body) };
+  return { statusCode, headers: { ...HEADERS, ...extraHeaders }, body: JSON.stringify(body), isBase64Encoded: false };
 }
 
 /**
@@ -37,10 +46,14 @@ export function publicJsonResponse(body: unknown, maxAgeSeconds: number): Respon
     statusCode: 200,
     headers: { 'content-type': 'application/json', 'cache-control': `public, max-age=${maxAgeSeconds}` },
     body: JSON.stringify(body),
+    isBase64Encoded: false,
   };
 }
 
-/** API Gateway's own answer for a route it does not have; the local server gives the same. */
-export function notFoundResponse(): Response {
-  return jsonResponse(404, { message: 'Not Found' });
+/**
+ * API Gateway's own answer for a route it does not have, as the event's API gives it: the HTTP
+ * API's `404 Not Found`, the REST API's `403 Missing Authentication Token`.
+ */
+export function noRouteResponse(format: PayloadFormat): Response {
+  return format === '1.0' ? jsonResponse(403, { message: 'Missing Authentication Token' }) : jsonResponse(404, { message: 'Not Found' });
 }

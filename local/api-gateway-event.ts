@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyEventV2 } from 'aws-lambda';
 
 /** What the local server read off the wire for one request. */
 export interface ReceivedHttpRequest {
@@ -52,5 +52,59 @@ export function toApiGatewayEvent(
     } as APIGatewayProxyEventV2['requestContext'],
     ...(hasBody ? { body: request.body.toString(text ? 'utf8' : 'base64') } : {}),
     isBase64Encoded: hasBody && !text,
+  };
+}
+
+/**
+ * Turn an HTTP request into the event a REST API's Lambda proxy integration hands a function (payload
+ * format 1.0), as far as the handler reads it: the resource matched, method and path; header names as
+ * sent, each header's last value in `headers` and all of them in `multiValueHeaders` (cookies
+ * included: a REST API keeps them there); the query string likewise; the body as text, as a REST API
+ * without binary media types passes it; the stage, request id, and the verified IAM caller in
+ * `requestContext.identity` when there is one.
+ */
+export function toRestApiEvent(
+  request: ReceivedHttpRequest,
+  gateway: { resource: string; requestId: string; iamCaller?: string },
+): APIGatewayProxyEvent {
+  const queryAt = request.target.indexOf('?');
+  const path = queryAt === -1 ? request.target : request.target.slice(0, queryAt);
+  const multiValueHeaders: Record<string, string[]> = {};
+  const casing = new Map<string, string>();
+  for (let i = 0; i + 1 < request.rawHeaders.length; i += 2) {
+    // A repeated header keeps the case it was first sent in.
+    const sent = request.rawHeaders[i] ?? '';
+    if (!casing.has(sent.toLowerCase())) casing.set(sent.toLowerCase(), sent);
+    const name = casing.get(sent.toLowerCase()) as string;
+    (multiValueHeaders[name] ??= []).push(request.rawHeaders[i + 1] ?? '');
+  }
+  const query = new URLSearchParams(queryAt === -1 ? '' : request.target.slice(queryAt + 1));
+  const multiValueQuery: Record<string, string[]> = {};
+  for (const [name, value] of query) (multiValueQuery[name] ??= []).push(value);
+  const last = (lists: Record<string, string[]>) =>
+    Object.fromEntries(Object.entries(lists).map(([name, values]) => [name, values.at(-1) as string]));
+  const hasQuery = Object.keys(multiValueQuery).length > 0;
+  return {
+    resource: gateway.resource,
+    path,
+    httpMethod: request.method,
+    headers: last(multiValueHeaders),
+    multiValueHeaders,
+    queryStringParameters: hasQuery ? last(multiValueQuery) : null,
+    multiValueQueryStringParameters: hasQuery ? multiValueQuery : null,
+    pathParameters: null,
+    stageVariables: null,
+    // The type names every field API Gateway sends; these are the ones anything reads.
+    requestContext: {
+      httpMethod: request.method,
+      path,
+      resourcePath: gateway.resource,
+      requestId: gateway.requestId,
+      stage: '$default',
+      // What the REST API's IAM authorization puts there once it has verified the SigV4 signature.
+      identity: { userArn: gateway.iamCaller ?? null },
+    } as APIGatewayProxyEvent['requestContext'],
+    body: request.body.length > 0 ? request.body.toString('utf8') : null,
+    isBase64Encoded: false,
   };
 }

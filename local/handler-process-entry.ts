@@ -5,14 +5,13 @@
  */
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type * as Config from '../lambda/config';
 import type * as Handler from '../lambda/handler';
 import { localLambdaContext } from './lambda-context';
 
 interface Invocation {
   id: number;
-  event: APIGatewayProxyEventV2;
+  event: Parameters<Handler.TokenHandler>[0];
 }
 
 const load = createRequire(__filename);
@@ -21,7 +20,7 @@ const bundle = process.argv[2];
 // bundle logs as deployed, to this process's stdout.
 const handle: Handler.TokenHandler =
   bundle === undefined
-    ? (load('../lambda/handler') as typeof Handler).createHandler((load('../lambda/config') as typeof Config).loadConfig(process.env), {
+    ? (load('../lambda/handler') as typeof Handler).createHandler((load('../lambda/config') as typeof Config).loadConfigAtStart(process.env), {
         record: (record) => process.send?.({ record }),
       })
     : (load(bundle) as typeof Handler).handler;

@@ -1,16 +1,17 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { TokenHandler } from '../lambda/handler';
 import type { RequestRecord } from '../lambda/observability';
+import type { Response } from '../lambda/responses';
 
 const REPO_ROOT = join(__dirname, '..');
 
 /** The handler running in a child process, invoked with events as Lambda would. */
 export interface HandlerProcess {
-  invoke(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2>;
+  invoke(event: Parameters<TokenHandler>[0]): Promise<Response>;
   /** The same, with the handler's own duration (ms) as the process measured it. */
-  measure(event: APIGatewayProxyEventV2): Promise<{ result: APIGatewayProxyStructuredResultV2; ms: number }>;
+  measure(event: Parameters<TokenHandler>[0]): Promise<{ result: Response; ms: number }>;
   /** The log record of every request answered so far, in order (from the sources only: a bundle logs to its stdout). */
   readonly records: RequestRecord[];
   /** The CPU time (user and system, ms) the process had used when it sent its latest answer. */
@@ -23,7 +24,7 @@ export interface HandlerProcess {
 type Reply =
   | { ready: true }
   | { record: RequestRecord }
-  | { id: number; result: APIGatewayProxyStructuredResultV2; ms: number; cpuMs: number }
+  | { id: number; result: Response; ms: number; cpuMs: number }
   | { id: number; rejected: string };
 
 /**
@@ -44,7 +45,7 @@ export async function startHandlerProcess(env: NodeJS.ProcessEnv, options: { bun
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');
   });
-  type Measured = { result: APIGatewayProxyStructuredResultV2; ms: number };
+  type Measured = { result: Response; ms: number };
   const pending = new Map<number, { resolve(measured: Measured): void; reject(error: Error): void }>();
   const exited = once(child, 'exit');
   let ready: () => void = () => undefined;
@@ -73,7 +74,7 @@ export async function startHandlerProcess(env: NodeJS.ProcessEnv, options: { bun
   ]);
 
   let nextId = 0;
-  const measure = (event: APIGatewayProxyEventV2): Promise<Measured> => {
+  const measure = (event: Parameters<TokenHandler>[0]): Promise<Measured> => {
     const id = (nextId += 1);
     return new Promise((resolve, reject) => {
       pending.set(id, { resolve, reject });

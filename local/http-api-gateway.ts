@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { TokenHandler } from '../lambda/handler';
+import type { Response } from '../lambda/responses';
 import { JWKS_ROUTE_KEY, TOKEN_ROUTE_KEYS } from '../lambda/request/routes';
-import { toApiGatewayEvent } from './api-gateway-event';
+import { toApiGatewayEvent, toRestApiEvent } from './api-gateway-event';
 import { localLambdaContext } from './lambda-context';
 
 /**
@@ -18,8 +18,13 @@ export const LOCAL_IAM_CALLER_HEADER = 'x-local-iam-caller';
 /** API Gateway's payload limit for HTTP APIs (10 MB); the contract's 64 KiB rule is the handler's. */
 export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
+/** Which API Gateway the local gateway stands in for: the HTTP API (payload 2.0 events) or a REST API (1.0). */
+export type LocalApi = 'http' | 'rest';
+
 export interface HttpApiGatewayOptions {
   readonly handler: TokenHandler;
+  /** Default `http`, as the stack deploys by default. */
+  readonly api?: LocalApi;
   /** Served at `GET /openapi.yaml` while the file exists. */
   readonly openApiPath: string;
   readonly maxBodyBytes?: number;
@@ -32,9 +37,10 @@ const TOO_LARGE = { status: 413, body: '{"message":"Request Entity Too Large"}' 
 const INTERNAL_ERROR = { status: 500, body: '{"message":"Internal Server Error"}' };
 
 /**
- * A local stand-in for the HTTP API in front of the function: it matches the token and JWKS routes,
- * reads the body within API Gateway's limit, invokes the handler with a payload 2.0 event and writes
- * its result.
+ * A local stand-in for the API Gateway in front of the function: it matches the token and JWKS
+ * routes, reads the body within API Gateway's limit, invokes the handler with a payload 2.0 event (or
+ * with `api: 'rest'` a 1.0 event, as a REST API's proxy integration) and writes its result. Anything
+ * else gets the HTTP API's own answers, whichever it stands in for.
  */
 export function createHttpApiGateway(options: HttpApiGatewayOptions): Server {
   const maxBodyBytes = options.maxBodyBytes ?? GATEWAY_MAX_BODY_BYTES;
@@ -56,11 +62,13 @@ export function createHttpApiGateway(options: HttpApiGatewayOptions): Server {
     if (body === undefined) return send(response, TOO_LARGE);
     const iamCaller = request.headers[LOCAL_IAM_CALLER_HEADER];
     const rawHeaders = request.rawHeaders.filter((_, at, all) => (all[at - (at % 2)] ?? '').toLowerCase() !== LOCAL_IAM_CALLER_HEADER);
-    const event = toApiGatewayEvent(
-      { method: request.method ?? 'POST', target, rawHeaders, body },
-      { routeKey, requestId, ...(typeof iamCaller === 'string' ? { iamCaller } : {}) },
-    );
-    let result: APIGatewayProxyStructuredResultV2;
+    const received = { method: request.method ?? 'POST', target, rawHeaders, body };
+    const caller = typeof iamCaller === 'string' ? { iamCaller } : {};
+    const event =
+      options.api === 'rest'
+        ? toRestApiEvent(received, { resource: routeKey.slice(routeKey.indexOf(' ') + 1), requestId, ...caller })
+        : toApiGatewayEvent(received, { routeKey, requestId, ...caller });
+    let result: Response;
     try {
       result = await options.handler(event, localLambdaContext(requestId));
     } catch {
@@ -84,12 +92,11 @@ async function readBody(request: IncomingMessage, limit: number): Promise<Buffer
   return size <= limit ? Buffer.concat(chunks, size) : undefined;
 }
 
-function writeResult(response: ServerResponse, result: APIGatewayProxyStructuredResultV2): void {
-  const body = Buffer.from(result.body ?? '', result.isBase64Encoded ? 'base64' : 'utf8');
-  for (const [name, value] of Object.entries(result.headers ?? {})) response.setHeader(name, String(value));
-  if (result.cookies?.length) response.setHeader('set-cookie', result.cookies);
+function writeResult(response: ServerResponse, result: Response): void {
+  const body = Buffer.from(result.body, 'utf8');
+  for (const [name, value] of Object.entries(result.headers)) response.setHeader(name, value);
   response.setHeader('content-length', body.length);
-  response.writeHead(result.statusCode ?? 200);
+  response.writeHead(result.statusCode);
   response.end(body);
 }
 

@@ -8,15 +8,48 @@ import type * as Handler from '../lambda/handler';
 import type { TokenHandler } from '../lambda/handler';
 import { DEMO_SECRETS, demoStoredCredentials, keylessClient, localJwksUri } from './demo-credentials';
 import { type LocalDynamoDb, localAwsEnvironment, LOCAL_TABLE_NAME, startLocalDynamoDb } from './dynamodb-local';
-import { createHttpApiGateway } from './http-api-gateway';
+import { createHttpApiGateway, type LocalApi } from './http-api-gateway';
 import { type Idp, startIdp } from './idp';
 import { type LocalKms, startLocalKms } from './kms-local';
 import { type LocalSecretsManager, startLocalSecretsManager } from './secrets-manager-local';
-import { startupBanner } from './startup-banner';
+import { type BannerCredentials, startupBanner } from './startup-banner';
 
 // `npm start`: the token routes on http://localhost:PORT through the deployed handler code, beside
 // an embedded IdP and stand-ins for KMS and Secrets Manager, so the printed curls work with no account
 // anywhere: one with a caller's own secret, one with a stored credential whose client has none.
+
+const HELP = `npm start [-- --api rest]
+
+Serves the token routes on http://localhost:PORT through the function's own handler, beside an
+embedded OAuth 2.0 server (oidc-provider) with demo clients, and stand-ins for KMS, Secrets Manager
+and, with TOKEN_CACHE=shared, DynamoDB: no AWS account anywhere. It prints the demo clients and curls
+that get a token.
+
+Settings (environment):
+  API=http|rest            the events the handler gets: an HTTP API's payload 2.0 (default) or a REST
+                           API's 1.0; --api rest does the same. Unknown routes get the HTTP API's 404
+  PORT, IDP_PORT           the service's and the IdP's ports on 127.0.0.1 (3000, 3001; 0: a free one)
+  TOKEN_URL_ALLOWLIST      more IdPs the service may post to; the embedded IdP is always added
+  TOKEN_CACHE=shared       a DynamoDB table (dynalite, DYNAMODB_PORT) and a second instance sharing it
+                           on SECOND_INSTANCE_PORT (3002); memory and off as deployed
+  STORED_CREDENTIALS, STORED_CREDENTIALS_FILE
+                           your stored credentials instead of the demo's; their secrets and keys are
+                           looked up in the local stand-ins, which hold only the demo's
+  UPSTREAM_TIMEOUT_MS, LOG_LEVEL and the rest: as the function reads them (docs/CONFIGURATION.md)
+`;
+
+/** `API`, or `--api`: which API Gateway the local one stands in for. */
+function apiFrom(args: readonly string[], env: NodeJS.ProcessEnv): LocalApi {
+  const flag = args.indexOf('--api');
+  const value = (flag === -1 ? env.API : args[flag + 1])?.trim().toLowerCase() || 'http';
+  if (value !== 'http' && value !== 'rest') throw new Error(`API (or --api) must be http or rest, got "${value}"`);
+  return value;
+}
+
+/** The stored credentials the shell names, if it names any: they replace the demo's. */
+function shellCredentials(env: NodeJS.ProcessEnv): 'STORED_CREDENTIALS' | 'STORED_CREDENTIALS_FILE' | undefined {
+  return (['STORED_CREDENTIALS', 'STORED_CREDENTIALS_FILE'] as const).find((name) => env[name]?.trim());
+}
 
 function portFromEnv(name: string, fallback: number): number {
   const value = process.env[name]?.trim();
@@ -34,16 +67,16 @@ const LOCAL_PEPPER_SECRET = 'token-cache-pepper';
  * before anything starts: a bad value (a TOKEN_CACHE_TABLE DynamoDB would refuse, say) is a message
  * naming the variable, not an error from the local table. With `shared` the table is named
  * TOKEN_CACHE_TABLE, or `token-cache`, and the pepper is the local stand-in's. The stored credentials
- * are the demo ones.
+ * are the shell's when it names any, else the demo ones.
  */
-function localConfig(allowlist: string, storedCredentials: string): Config {
+function localConfig(allowlist: string, demoCredentials: string | undefined): Config {
   const tokenCacheTable = process.env.TOKEN_CACHE_TABLE?.trim() || LOCAL_TABLE_NAME;
   return loadConfig({
     ...process.env,
     TOKEN_URL_ALLOWLIST: allowlist,
     TOKEN_CACHE_TABLE: tokenCacheTable,
     TOKEN_CACHE_PEPPER_SECRET: LOCAL_PEPPER_SECRET,
-    STORED_CREDENTIALS: storedCredentials,
+    ...(demoCredentials === undefined ? {} : { STORED_CREDENTIALS: demoCredentials }),
   });
 }
 
@@ -101,14 +134,15 @@ function deferredHandler(): { handler: TokenHandler; bind(handler: TokenHandler)
   };
 }
 
-async function main(): Promise<void> {
+async function main(args: readonly string[]): Promise<void> {
+  const api = apiFrom(args, process.env);
   // What the Lambda runtime and the stack set, so logs and metrics look as they do when deployed.
   process.env.AWS_LAMBDA_INITIALIZATION_TYPE ??= 'on-demand';
   process.env.POWERTOOLS_METRICS_NAMESPACE ??= 'TokenExchange';
   const openApiPath = join(__dirname, '..', 'openapi.yaml');
   const first = deferredHandler();
   const instances = [first];
-  const servers: Server[] = [createHttpApiGateway({ handler: first.handler, openApiPath })];
+  const servers: Server[] = [createHttpApiGateway({ handler: first.handler, openApiPath, api })];
   let idp: Idp | undefined;
   let kms: LocalKms | undefined;
   let local: LocalAws | undefined;
@@ -131,7 +165,9 @@ async function main(): Promise<void> {
     kms = await startLocalKms();
     // The user's entries stay; the embedded IdP's origin is added so the policy lets the service reach it.
     const allowlist = [process.env.TOKEN_URL_ALLOWLIST?.trim(), idp.issuer].filter(Boolean).join(',');
-    const config = localConfig(allowlist, demoStoredCredentials(idp, kms));
+    const from = shellCredentials(process.env);
+    const config = localConfig(allowlist, from ? undefined : demoStoredCredentials(idp, kms));
+    const credentials: BannerCredentials = from ? { from, names: config.storedCredentials.map(({ name }) => name) } : { from: 'demo' };
     local = await startLocalAws(config, kms);
     const table = local.table;
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded once the local AWS settings are in the environment
@@ -141,12 +177,12 @@ async function main(): Promise<void> {
       // A second handler with its own memory tier and table client: what another Lambda instance is.
       const second = deferredHandler();
       instances.push(second);
-      servers.push(createHttpApiGateway({ handler: second.handler, openApiPath }));
+      servers.push(createHttpApiGateway({ handler: second.handler, openApiPath, api }));
       secondInstanceUrl = `http://localhost:${await listen(servers[1] as Server, portFromEnv('SECOND_INSTANCE_PORT', 3002))}`;
     }
     for (const instance of instances) instance.bind(createHandler(config));
     const shared = table && secondInstanceUrl ? { endpoint: table.endpoint, tableName: table.tableName, secondInstanceUrl } : undefined;
-    process.stdout.write(startupBanner(`http://localhost:${port}`, idp, allowlist, jwksUri, shared));
+    process.stdout.write(startupBanner({ serviceUrl: `http://localhost:${port}`, idp, allowlist, jwksUri, api, credentials, shared }));
   } catch (error) {
     await stopAll();
     throw error;
@@ -162,7 +198,12 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop());
 }
 
-main().catch((error: NodeJS.ErrnoException) => {
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write(HELP);
+  process.exit(0);
+}
+
+main(process.argv.slice(2)).catch((error: NodeJS.ErrnoException) => {
   const message =
     error.code === 'EADDRINUSE'
       ? `${error.message}: set PORT, IDP_PORT, SECOND_INSTANCE_PORT or DYNAMODB_PORT to a free port (0 picks one)`

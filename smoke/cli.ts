@@ -1,4 +1,4 @@
-import { type CheckResult, runSmokeChecks, type SigningMode, type TokenClient } from './checks';
+import { type CheckResult, runSmokeChecks, type SigningMode, type StoredCredentialAsk, type TokenClient } from './checks';
 import { httpSender } from './http';
 import { type Signer, signingRegion, sigV4Signer } from './sigv4';
 
@@ -11,12 +11,17 @@ const USAGE = 'usage: npm run smoke -- <base URL of the service, e.g. https://ab
 const HELP = `${USAGE}
 
 Checks both token routes against the contract (400 for an empty body, 403 for the metadata address
-as token URL, API Gateway's 404 elsewhere), and with a client gets a token through the service.
+as token URL, API Gateway's own answer elsewhere: an HTTP API's 404, a REST API's 403) and the JWKS
+(public keys, or not served), and with a client or a stored credential gets a token through the
+service. A check without what it needs is skipped, and says so.
 
 Environment:
   SMOKE_CLIENT_ID, SMOKE_CLIENT_SECRET, SMOKE_TOKEN_URL
                             all three: also get a token from that IdP through the service (and again,
-                            behind a cache); none: that check is skipped, and says so
+                            behind a cache)
+  SMOKE_ISSUER              with the client: also get a token by the IdP's issuer
+  SMOKE_CREDENTIAL          a stored credential the signer may use: get its token, and check that a
+                            name no entry has is refused; SMOKE_CREDENTIAL_SCOPE: the scope to ask
   SMOKE_EXPECT_CACHE_HIT=1  a second token request that is no cache hit fails
   SMOKE_SIGV4               unset: sign with SigV4 once API Gateway refuses an unsigned request (IAM);
                             1: sign every request, after checking an unsigned one is refused; 0: never sign
@@ -49,9 +54,21 @@ function baseUrlFrom(args: readonly string[]): URL {
 function tokenClientFrom(env: NodeJS.ProcessEnv): TokenClient | undefined {
   const names = ['SMOKE_CLIENT_ID', 'SMOKE_CLIENT_SECRET', 'SMOKE_TOKEN_URL'] as const;
   const missing = names.filter((name) => !env[name]);
-  if (missing.length === names.length) return undefined;
+  if (missing.length === names.length) {
+    if (env.SMOKE_ISSUER) throw new UsageError(`SMOKE_ISSUER needs the client: set ${names.join(', ')} too`);
+    return undefined;
+  }
   if (missing.length > 0) throw new UsageError(`set ${names.join(', ')} together, or none of them: ${missing.join(', ')} missing`);
-  return { clientId: env.SMOKE_CLIENT_ID ?? '', clientSecret: env.SMOKE_CLIENT_SECRET ?? '', tokenUrl: env.SMOKE_TOKEN_URL ?? '' };
+  const client = { clientId: env.SMOKE_CLIENT_ID ?? '', clientSecret: env.SMOKE_CLIENT_SECRET ?? '', tokenUrl: env.SMOKE_TOKEN_URL ?? '' };
+  return env.SMOKE_ISSUER ? { ...client, issuer: env.SMOKE_ISSUER } : client;
+}
+
+function credentialFrom(env: NodeJS.ProcessEnv): StoredCredentialAsk | undefined {
+  if (!env.SMOKE_CREDENTIAL) {
+    if (env.SMOKE_CREDENTIAL_SCOPE) throw new UsageError('SMOKE_CREDENTIAL_SCOPE needs SMOKE_CREDENTIAL');
+    return undefined;
+  }
+  return env.SMOKE_CREDENTIAL_SCOPE ? { name: env.SMOKE_CREDENTIAL, scope: env.SMOKE_CREDENTIAL_SCOPE } : { name: env.SMOKE_CREDENTIAL };
 }
 
 function signingModeFrom(value: string | undefined): SigningMode {
@@ -70,6 +87,7 @@ async function main(args: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   }
   const baseUrl = baseUrlFrom(args);
   const token = tokenClientFrom(env);
+  const credential = credentialFrom(env);
   const signing = signingModeFrom(env.SMOKE_SIGV4);
   const region = signingRegion(baseUrl, env.AWS_REGION || env.AWS_DEFAULT_REGION);
   const signer: Signer | undefined = signing === 'never' || region === undefined ? undefined : sigV4Signer(region);
@@ -81,6 +99,7 @@ async function main(args: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       signing,
       cannotSign: signer ? undefined : 'no region: set AWS_REGION (the host is no execute-api host that names one)',
       token,
+      credential,
       expectCacheHit: env.SMOKE_EXPECT_CACHE_HIT === '1',
     },
     (result: CheckResult) => process.stdout.write(`${result.verdict} ${result.name}: ${result.detail}\n`),

@@ -1,4 +1,4 @@
-import { loadConfig } from '../lambda/config';
+import { loadConfig, loadConfigAtStart } from '../lambda/config';
 
 const TIMEOUT_RANGE = 'Environment variable UPSTREAM_TIMEOUT_MS must be a whole number of milliseconds from 1 to 29000';
 const CACHE_SWITCH = 'Environment variable TOKEN_CACHE must be "off", "memory" (or its alias "on") or "shared"';
@@ -189,5 +189,83 @@ describe('loadConfig', () => {
       if (previous === undefined) delete process.env.UPSTREAM_TIMEOUT_MS;
       else process.env.UPSTREAM_TIMEOUT_MS = previous;
     }
+  });
+});
+
+describe('settings the function refuses to start with', () => {
+  const SHARED = { TOKEN_CACHE: 'shared', TOKEN_CACHE_TABLE: 'cache-table', TOKEN_CACHE_PEPPER_SECRET: 'pepper' };
+  const KEYLESS = JSON.stringify([
+    {
+      name: 'k',
+      clientId: 'c',
+      tokenUrl: 'https://idp.example.com/t',
+      method: 'private_key_jwt',
+      keyId: 'alias/k',
+      callers: ['arn:aws:iam::1:role/r'],
+    },
+  ]);
+  const AWS = { AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'example' };
+
+  it.each([{}, SHARED])('NODE_TLS_REJECT_UNAUTHORIZED=0, in any mode (%p), naming it', (mode) => {
+    expect(() => loadConfig({ ...mode, NODE_TLS_REJECT_UNAUTHORIZED: '0' })).toThrow(
+      'Environment variable NODE_TLS_REJECT_UNAUTHORIZED must not be 0: it turns certificate checks off for every IdP and AWS call',
+    );
+  });
+
+  it.each(['1', ''])('leaves NODE_TLS_REJECT_UNAUTHORIZED=%p alone: Node turns checks off for 0 only', (value) => {
+    expect(loadConfig({ NODE_TLS_REJECT_UNAUTHORIZED: value }).tokenCache.mode).toBe('off');
+  });
+
+  it.each<[string, Record<string, string>, string]>([
+    ['the shared cache', SHARED, 'AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SECRETS_MANAGER'],
+    ['a keyless stored credential', { STORED_CREDENTIALS: KEYLESS }, 'AWS_ENDPOINT_URL_KMS'],
+    [
+      'the shared cache, one endpoint named',
+      { ...SHARED, AWS_ENDPOINT_URL_DYNAMODB: 'https://x.example' },
+      'AWS_ENDPOINT_URL_SECRETS_MANAGER',
+    ],
+    [
+      'endpoints named but ignored',
+      { ...SHARED, AWS_ENDPOINT_URL: 'https://x.example', AWS_IGNORE_CONFIGURED_ENDPOINT_URLS: 'true' },
+      'AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SECRETS_MANAGER',
+    ],
+  ])('AWS_USE_DUALSTACK_ENDPOINT=true with %s, naming it and each endpoint to name', (_case, env, endpoints) => {
+    expect(() => loadConfig({ ...env, AWS_USE_DUALSTACK_ENDPOINT: 'true' })).toThrow(
+      `Environment variable AWS_USE_DUALSTACK_ENDPOINT=true is not supported by the function's AWS client: name the dual-stack endpoint in ${endpoints} (or AWS_ENDPOINT_URL), or leave it unset`,
+    );
+  });
+
+  it.each<[string, Record<string, string>]>([
+    ['no AWS call at all', { TOKEN_CACHE: 'memory' }],
+    [
+      'every endpoint named',
+      { ...SHARED, AWS_ENDPOINT_URL_DYNAMODB: 'https://a.example', AWS_ENDPOINT_URL_SECRETS_MANAGER: 'https://b.example' },
+    ],
+    ['AWS_ENDPOINT_URL for all', { ...SHARED, STORED_CREDENTIALS: KEYLESS, AWS_ENDPOINT_URL: 'https://a.example' }],
+  ])('accepts AWS_USE_DUALSTACK_ENDPOINT=true with %s', (_case, env) => {
+    expect(() => loadConfig({ ...env, AWS_USE_DUALSTACK_ENDPOINT: 'true' })).not.toThrow();
+  });
+
+  it.each<[string, Record<string, string>]>([
+    ['the shared cache', SHARED],
+    ['stored credentials', { STORED_CREDENTIALS: KEYLESS }],
+  ])('at the start, with %s, no AWS_ACCESS_KEY_ID or AWS_SECRET_ACCESS_KEY, naming both', (_case, env) => {
+    const message =
+      'Environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are required when TOKEN_CACHE is "shared" or there are stored credentials';
+    expect(() => loadConfigAtStart({ ...env, ...AWS, AWS_ACCESS_KEY_ID: '' })).toThrow(message);
+    expect(() => loadConfigAtStart({ ...env, ...AWS, AWS_SECRET_ACCESS_KEY: undefined })).toThrow(message);
+    // Synth checks what the stack sets: Lambda sets these only when the function runs.
+    expect(() => loadConfig(env)).not.toThrow();
+  });
+
+  it.each([undefined, 'eu_west_1', 'local'])('at the start, with the shared cache, an AWS_REGION of %p, naming it', (region) => {
+    expect(() => loadConfigAtStart({ ...SHARED, ...AWS, AWS_REGION: region })).toThrow(
+      'Environment variable AWS_REGION must be a region name when TOKEN_CACHE is "shared" or there are stored credentials',
+    );
+  });
+
+  it('needs no AWS settings at the start of a function that calls no AWS service', () => {
+    expect(loadConfigAtStart({ TOKEN_CACHE: 'memory' }).tokenCache).toEqual({ mode: 'memory' });
+    expect(loadConfigAtStart({ ...SHARED, ...AWS }).tokenCache.mode).toBe('shared');
   });
 });

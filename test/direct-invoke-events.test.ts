@@ -3,7 +3,7 @@ import { loadConfig } from '../lambda/config';
 import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler, type TokenHandler } from '../lambda/handler';
 import { CONTRACT_ERROR_STATUS } from './support/contract';
-import { bodyOf, recordingObservability, tokenEvent } from './support/events';
+import { bodyOf, recordingObservability, restEventOf, tokenEvent } from './support/events';
 import { startTokenServer, type TokenServer } from './support/token-server';
 
 // A direct invoke (the console, the SDK, another function) can send any JSON value as the event.
@@ -142,6 +142,43 @@ describe('fuzzing the shape of the event', () => {
         const body = bodyOf(result);
         expect(result.statusCode === 404 ? body : Object.keys(body)).toEqual(
           result.statusCode === 404 ? { message: 'Not Found' } : ['code', 'description'],
+        );
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  /** A REST API event (payload 1.0) with any of its fields replaced by any JSON-like value, or removed. */
+  const oddRestEvent = fc
+    .record(
+      {
+        httpMethod: fc.oneof(fc.constant('POST'), fc.anything()),
+        resource: fc.oneof(fc.constant('/v1/oauth/token'), fc.anything()),
+        path: fc.anything(),
+        headers: fc.oneof(fc.dictionary(fc.string(), fc.oneof(fc.string(), fc.anything())), fc.anything()),
+        multiValueHeaders: fc.oneof(fc.dictionary(fc.string(), fc.oneof(fc.array(fc.string()), fc.anything())), fc.anything()),
+        body: fc.oneof(fc.string(), fc.json(), fc.anything()),
+        isBase64Encoded: fc.anything(),
+        requestContext: fc.oneof(fc.record({ identity: fc.oneof(fc.record({ userArn: fc.anything() }), fc.anything()) }), fc.anything()),
+      },
+      { requiredKeys: [] },
+    )
+    .map((fields) => ({ ...restEventOf(tokenEvent(validBody())), ...fields }));
+
+  it("answers every shape of a REST API event with a contract status or the REST API's own 403, and never throws", async () => {
+    await fc.assert(
+      fc.asyncProperty(oddRestEvent, async (event) => {
+        // Act
+        const result = await invoke(event);
+
+        // Assess
+        // API Gateway's own answer for no route: the REST API's, or the HTTP API's where the event is no longer 1.0-shaped.
+        const noRoute = [
+          [403, '{"message":"Missing Authentication Token"}'],
+          [404, '{"message":"Not Found"}'],
+        ].some(([status, body]) => result.statusCode === status && result.body === body);
+        expect(noRoute || (CONTRACT_STATUSES.has(result.statusCode) && Object.keys(bodyOf(result)).join() === 'code,description')).toBe(
+          true,
         );
       }),
       { numRuns: 400 },

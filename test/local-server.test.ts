@@ -1,9 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TOKEN_PATHS } from '../lambda/request/routes';
 import { parseTokenRequest } from '../lambda/request/token-request';
-import { type ReceivedHttpRequest, toApiGatewayEvent } from '../local/api-gateway-event';
+import { type ReceivedHttpRequest, toApiGatewayEvent, toRestApiEvent } from '../local/api-gateway-event';
 
 const REPO_ROOT = join(__dirname, '..');
 const START_TIMEOUT_MS = 20_000;
@@ -34,10 +34,20 @@ interface LocalServer {
   stderr(): string;
 }
 
-/** Starts the local server exactly as `npm start` does, on free ports, and waits for its banner. */
-async function startLocalServer(): Promise<LocalServer> {
+/** Starts the local server exactly as `npm start` does, on free ports, with `settings`, and waits for its banner's `curls` curls. */
+async function startLocalServer(settings: Record<string, string> = {}, curls = 3): Promise<LocalServer> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', IDP_PORT: '0', LOG_LEVEL: 'INFO', DEBUG: '*' };
-  for (const name of ['TOKEN_URL_ALLOWLIST', 'TOKEN_CACHE', 'UPSTREAM_TIMEOUT_MS', 'POWERTOOLS_METRICS_DISABLED']) delete env[name];
+  for (const name of [
+    'TOKEN_URL_ALLOWLIST',
+    'TOKEN_CACHE',
+    'UPSTREAM_TIMEOUT_MS',
+    'POWERTOOLS_METRICS_DISABLED',
+    'API',
+    'STORED_CREDENTIALS',
+  ]) {
+    delete env[name];
+  }
+  Object.assign(env, settings);
   // Its own process group, so afterAll can stop tsx and the node process it spawns even if a test failed.
   const child = spawn(join(REPO_ROOT, 'node_modules/.bin/tsx'), ['local/server.ts'], {
     cwd: REPO_ROOT,
@@ -57,15 +67,15 @@ async function startLocalServer(): Promise<LocalServer> {
   const server: LocalServer = { child, closed, banner: undefined as unknown as Banner, stdout: () => stdout, stderr: () => stderr };
 
   const deadline = Date.now() + START_TIMEOUT_MS;
-  // The three curls, by token URL, by issuer and by stored credential, end the banner.
-  while ((stdout.match(/-d '[^']*'\n/g) ?? []).length < 3) {
+  // The curls, by token URL, by issuer and (with the demo's stored credentials) by stored credential, end the banner.
+  while ((stdout.match(/-d '[^']*'\n/g) ?? []).length < curls || (curls < 3 && !stdout.includes('SigV4 signature'))) {
     if (child.exitCode !== null || Date.now() > deadline) {
       stopLocalServer(server);
       throw new Error(`the local server did not print its banner (exit ${child.exitCode}); stderr:\n${stderr}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  server.banner = parseBanner(stdout);
+  if (curls === 3) server.banner = parseBanner(stdout);
   return server;
 }
 
@@ -115,7 +125,10 @@ function post(url: string, body: string, contentType = 'application/json'): Prom
   return fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
 }
 
-describe('npm start (local/server.ts)', () => {
+describe.each([
+  ['the HTTP API', 'http'],
+  ['a REST API', 'rest'],
+])('npm start (local/server.ts) as %s', (apiName, api) => {
   let server: LocalServer | undefined;
   const local = (): LocalServer => {
     if (!server) throw new Error('the local server did not start');
@@ -137,8 +150,12 @@ describe('npm start (local/server.ts)', () => {
   }
 
   beforeAll(async () => {
-    server = await startLocalServer();
+    server = await startLocalServer({ API: api });
   }, START_TIMEOUT_MS + 5_000);
+
+  it(`says in its banner that it stands in for ${apiName}`, () => {
+    expect(local().banner.text).toContain(`as ${apiName}: the handler gets payload ${api === 'rest' ? '1.0' : '2.0'} events`);
+  });
 
   afterAll(async () => {
     stopLocalServer(server);
@@ -238,7 +255,7 @@ describe('npm start (local/server.ts)', () => {
     expect(((await response.json()) as { access_token?: unknown }).access_token).toEqual(expect.any(String));
   });
 
-  it('accepts a form-urlencoded body, which reaches the handler base64-encoded', async () => {
+  it('accepts a form-urlencoded body (base64-encoded by the HTTP API, as text by a REST API)', async () => {
     // Prepare
     const fields = JSON.parse(local().banner.curl.body) as Record<string, string>;
 
@@ -457,5 +474,143 @@ describe('toApiGatewayEvent', () => {
       rawQueryString: 'a=1&a=2&b=x%20y',
     });
     expect(event.requestContext).toEqual({ http: { method: 'POST', path: '/v1/oauth/token' }, requestId: 'req-1', stage: '$default' });
+  });
+});
+
+describe('toRestApiEvent', () => {
+  const request: ReceivedHttpRequest = {
+    method: 'POST',
+    target: '/oauth/token?a=1&a=2&b=x%20y',
+    rawHeaders: [
+      'Host',
+      'localhost:3000',
+      'Content-Type',
+      'application/x-www-form-urlencoded',
+      'X-Repeated',
+      'one',
+      'x-repeated',
+      'two',
+      'Cookie',
+      'c=v',
+    ],
+    body: Buffer.from('client_id=demo&client_secret=s&access_token_url=https%3A%2F%2Fidp.example.com%2Ftoken'),
+  };
+  const gateway = { resource: '/oauth/token', requestId: 'req-1' };
+
+  it("keeps header names as sent, each header's last value in headers and all of them in multiValueHeaders, cookies included", () => {
+    // Act
+    const event = toRestApiEvent(request, gateway);
+
+    // Assess
+    expect(event.headers).toEqual({
+      Host: 'localhost:3000',
+      'Content-Type': 'application/x-www-form-urlencoded',
+      'X-Repeated': 'two',
+      Cookie: 'c=v',
+    });
+    expect(event.multiValueHeaders['X-Repeated']).toEqual(['one', 'two']);
+  });
+
+  it('passes a form body as text, as a REST API without binary media types does, and the handler reads the same fields', () => {
+    // Act
+    const event = toRestApiEvent(request, gateway);
+
+    // Assess
+    expect([event.body, event.isBase64Encoded]).toEqual([request.body.toString('utf8'), false]);
+    expect(parseTokenRequest(event)).toMatchObject({
+      clientId: 'demo',
+      clientSecret: 's',
+      accessTokenUrl: 'https://idp.example.com/token',
+    });
+  });
+
+  it('fills the resource, method, path, query, stage and the verified caller where a REST API puts them', () => {
+    // Act
+    const event = toRestApiEvent({ ...request, body: Buffer.alloc(0) }, { ...gateway, iamCaller: 'arn:aws:iam::000000000000:role/r' });
+
+    // Assess
+    expect(event).toMatchObject({
+      resource: '/oauth/token',
+      path: '/oauth/token',
+      httpMethod: 'POST',
+      queryStringParameters: { a: '2', b: 'x y' },
+      multiValueQueryStringParameters: { a: ['1', '2'], b: ['x y'] },
+      body: null,
+    });
+    expect(event.requestContext).toMatchObject({
+      stage: '$default',
+      requestId: 'req-1',
+      identity: { userArn: 'arn:aws:iam::000000000000:role/r' },
+    });
+    expect(toRestApiEvent({ ...request, target: '/oauth/token' }, gateway).queryStringParameters).toBeNull();
+  });
+});
+
+describe('npm start with settings of its own', () => {
+  const tsx = join(REPO_ROOT, 'node_modules/.bin/tsx');
+
+  it('answers --help with what it does and its settings, and starts nothing', () => {
+    // Act
+    const help = execFileSync(tsx, ['local/server.ts', '--help'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      stdio: 'pipe',
+      timeout: START_TIMEOUT_MS,
+    });
+
+    // Assess
+    expect(help).toContain('npm start [-- --api rest]');
+    for (const setting of ['API=http|rest', 'PORT, IDP_PORT', 'TOKEN_CACHE=shared', 'STORED_CREDENTIALS_FILE'])
+      expect(help).toContain(setting);
+  });
+
+  it('refuses an API it does not stand in for, naming the setting', () => {
+    // Act
+    const run = spawnSync(tsx, ['local/server.ts'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, API: 'soap' },
+      timeout: START_TIMEOUT_MS,
+    });
+
+    // Assess
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain('npm start failed: API (or --api) must be http or rest, got "soap"');
+  });
+
+  it("serves the shell's STORED_CREDENTIALS instead of the demo's, and says so in its banner", async () => {
+    // Prepare
+    const entry = {
+      name: 'mine',
+      clientId: 'c',
+      tokenUrl: 'https://idp.example.com/token',
+      method: 'client_secret_post',
+      secretId: 'mine',
+    };
+    const callers = ['arn:aws:iam::000000000000:role/mine'];
+    const server = await startLocalServer(
+      { STORED_CREDENTIALS: JSON.stringify([{ ...entry, callers }]), TOKEN_URL_ALLOWLIST: 'https://idp.example.com' },
+      2,
+    );
+    try {
+      const url = /listening on (http:\/\/\S+)/.exec(server.stdout())?.[1] ?? '';
+      const ask = (credential: string) =>
+        fetch(`${url}/v1/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-local-iam-caller': 'arn:aws:sts::000000000000:assumed-role/demo-caller/local' },
+          body: JSON.stringify({ credential }),
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
+
+      // Act
+      const [demo, mine] = [await ask('demo-keyless'), await ask('mine')];
+
+      // Assess: the demo credential is gone; the demo caller is not among this one's callers.
+      expect(server.stdout()).toContain("Stored credentials: yours, from STORED_CREDENTIALS (1: mine), not the demo's.");
+      expect([demo.status, mine.status]).toEqual([403, 403]);
+    } finally {
+      stopLocalServer(server);
+      await exitWithin(server, STOP_TIMEOUT_MS);
+    }
   });
 });

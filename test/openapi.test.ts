@@ -4,12 +4,12 @@ import { JWT_BEARER_ASSERTION_TYPE } from '../lambda/request/client-assertion';
 import { loadConfig } from '../lambda/config';
 import { ExchangeError, INTERNAL_ERROR_DESCRIPTION, UPSTREAM_ERROR_DESCRIPTION, UPSTREAM_TIMEOUT_DESCRIPTION } from '../lambda/errors';
 import { createHandler, type TokenHandler } from '../lambda/handler';
-import { errorResponse } from '../lambda/responses';
+import { errorResponse, publicJsonResponse } from '../lambda/responses';
 import { JWKS_PATH, TOKEN_PATHS } from '../lambda/request/routes';
 import { parseTokenRequest } from '../lambda/request/token-request';
 import { CONTRACT_ERROR_STATUS, type ContractErrorCode, MAX_BODY_BYTES, UNAUTHORIZED_DESCRIPTION } from './support/contract';
 import { CALLER, type CredentialSources, startCredentialSources, storedCredentials } from './support/credential-sources';
-import { formEvent, recordingObservability, tokenEvent } from './support/events';
+import { formEvent, PAYLOAD_FORMATS, recordingObservability, tokenEvent } from './support/events';
 import { type ActualResponse, loadOpenApi, OpenApiValidator, type ResponseObject, structuralProblems } from './support/openapi-validator';
 import { issuerScript, metadataDocument, OIDC_DISCOVERY, wellKnownPaths } from './support/scripted-issuer';
 import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
@@ -225,7 +225,7 @@ describe('openapi.yaml', () => {
   });
 });
 
-describe("the handler's real responses match openapi.yaml", () => {
+describe.each(PAYLOAD_FORMATS)("the handler's real responses through the $name match openapi.yaml", ({ as, noRoute }) => {
   let server: TokenServer;
   let handler: TokenHandler;
   let tokenUrl: string;
@@ -252,7 +252,7 @@ describe("the handler's real responses match openapi.yaml", () => {
 
   it.each(TOKEN_PATHS)('answers 200 with the documented token on %s', async (path) => {
     // Act
-    const result = await handler(tokenEvent(validBody(), { path }));
+    const result = await handler(as(tokenEvent(validBody(), { path })));
 
     // Assess
     expectDocumented(result, 200, path);
@@ -267,7 +267,7 @@ describe("the handler's real responses match openapi.yaml", () => {
     const byIssuer = createHandler(loadConfig({ TOKEN_URL_ALLOWLIST: server.origin }), recordingObservability());
 
     // Act
-    const result = await byIssuer(tokenEvent({ ...body, issuer }));
+    const result = await byIssuer(as(tokenEvent({ ...body, issuer })));
 
     // Assess
     expectDocumented(result, 200);
@@ -277,7 +277,7 @@ describe("the handler's real responses match openapi.yaml", () => {
   it('answers 403 token_url_not_allowed as documented for an issuer outside the allowlist', async () => {
     // Act
     const { access_token_url: _url, ...body } = validBody();
-    const result = await handler(tokenEvent({ ...body, issuer: 'https://login.example.com/realms/payments' }));
+    const result = await handler(as(tokenEvent({ ...body, issuer: 'https://login.example.com/realms/payments' })));
 
     // Assess
     expectDocumented(result, 403);
@@ -292,7 +292,7 @@ describe("the handler's real responses match openapi.yaml", () => {
     const { access_token_url: _url, ...body } = validBody();
 
     // Act
-    const result = await handler(tokenEvent({ ...body, issuer: `${server.origin}/realms/other` }));
+    const result = await handler(as(tokenEvent({ ...body, issuer: `${server.origin}/realms/other` })));
 
     // Assess
     expectDocumented(result, 502);
@@ -300,7 +300,7 @@ describe("the handler's real responses match openapi.yaml", () => {
 
   it('answers 200 for a documented form body', async () => {
     // Act
-    const result = await handler(formEvent({ client_id: 'demo-client', client_secret: 'demo-secret', access_token_url: tokenUrl }));
+    const result = await handler(as(formEvent({ client_id: 'demo-client', client_secret: 'demo-secret', access_token_url: tokenUrl })));
 
     // Assess
     expectDocumented(result, 200);
@@ -314,8 +314,8 @@ describe("the handler's real responses match openapi.yaml", () => {
     );
 
     // Act
-    const first = await cached(tokenEvent(validBody()));
-    const second = await cached(tokenEvent(validBody()));
+    const first = await cached(as(tokenEvent(validBody())));
+    const second = await cached(as(tokenEvent(validBody())));
 
     // Assess
     expect([first.headers?.['x-token-cache'], second.headers?.['x-token-cache']]).toEqual(['miss', 'hit']);
@@ -326,7 +326,7 @@ describe("the handler's real responses match openapi.yaml", () => {
 
   it('answers 400 invalid_request as documented for a body that is not JSON', async () => {
     // Act
-    const result = await handler(tokenEvent('client_id=demo-client'));
+    const result = await handler(as(tokenEvent('client_id=demo-client')));
 
     // Assess
     expectDocumented(result, 400);
@@ -334,7 +334,7 @@ describe("the handler's real responses match openapi.yaml", () => {
 
   it('answers 400 invalid_request as documented for a missing field', async () => {
     // Act
-    const result = await handler(tokenEvent({ client_id: 'demo-client', access_token_url: tokenUrl }));
+    const result = await handler(as(tokenEvent({ client_id: 'demo-client', access_token_url: tokenUrl })));
 
     // Assess
     expectDocumented(result, 400);
@@ -346,7 +346,7 @@ describe("the handler's real responses match openapi.yaml", () => {
     server.answer(json(401, { error: 'invalid_client', error_description: 'bad secret' }));
 
     // Act
-    const result = await handler(tokenEvent(validBody()));
+    const result = await handler(as(tokenEvent(validBody())));
 
     // Assess
     expectDocumented(result, 401);
@@ -357,7 +357,7 @@ describe("the handler's real responses match openapi.yaml", () => {
     const body = { ...validBody(), access_token_url: 'https://login.example.com/oauth2/token' };
 
     // Act
-    const result = await handler(tokenEvent(body));
+    const result = await handler(as(tokenEvent(body)));
 
     // Assess
     expectDocumented(result, 403);
@@ -368,7 +368,7 @@ describe("the handler's real responses match openapi.yaml", () => {
     const body = { ...validBody(), padding: 'x'.repeat(MAX_BODY_BYTES) };
 
     // Act
-    const result = await handler(tokenEvent(body));
+    const result = await handler(as(tokenEvent(body)));
 
     // Assess
     expectDocumented(result, 413);
@@ -379,7 +379,7 @@ describe("the handler's real responses match openapi.yaml", () => {
     server.answer(json(500, { error: 'server_error' }));
 
     // Act
-    const result = await handler(tokenEvent(validBody()));
+    const result = await handler(as(tokenEvent(validBody())));
 
     // Assess
     expectDocumented(result, 502);
@@ -390,7 +390,7 @@ describe("the handler's real responses match openapi.yaml", () => {
     server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '7' }));
 
     // Act
-    const result = await handler(tokenEvent(validBody()));
+    const result = await handler(as(tokenEvent(validBody())));
 
     // Assess
     expectDocumented(result, 503);
@@ -406,12 +406,12 @@ describe("the handler's real responses match openapi.yaml", () => {
       systemClock(() => now),
     );
     server.answer(json(200, { ...DEMO_TOKEN, expires_in: 40 }));
-    await cached(tokenEvent(validBody()));
+    await cached(as(tokenEvent(validBody())));
     now += 15_000;
     server.answer(json(500, { error: 'server_error' }));
 
     // Act
-    const result = await cached(tokenEvent(validBody()));
+    const result = await cached(as(tokenEvent(validBody())));
 
     // Assess
     expectDocumented(result, 200);
@@ -423,23 +423,24 @@ describe("the handler's real responses match openapi.yaml", () => {
     server.answer(() => undefined);
 
     // Act
-    const result = await handler(tokenEvent(validBody()));
+    const result = await handler(as(tokenEvent(validBody())));
 
     // Assess
     expectDocumented(result, 504);
   });
 
-  it('answers 404 as the documented NotFound for a route that is not a token route', async () => {
+  it("answers API Gateway's documented answer for a route that is not a token route", async () => {
     // Act
     const results = await Promise.all([
-      handler(tokenEvent(validBody(), { method: 'GET' })),
-      handler(tokenEvent(validBody(), { path: '/v1/oauth/token/' })),
+      handler(as(tokenEvent(validBody(), { method: 'GET' }))),
+      handler(as(tokenEvent(validBody(), { path: '/v1/oauth/token/' }))),
     ]);
 
-    // Assess
+    // Assess: the HTTP API's NotFound, or the REST API's 403 Missing Authentication Token.
     for (const result of results) {
-      expect(result.statusCode).toBe(404);
-      expect(api.responseProblems(componentResponse('NotFound'), result)).toEqual([]);
+      expect([result.statusCode, JSON.parse(result.body)]).toEqual([noRoute.status, noRoute.body]);
+      const documented = noRoute.status === 404 ? componentResponse('NotFound') : documentedResponse(403);
+      expect(api.responseProblems(documented, result)).toEqual([]);
     }
   });
 });
@@ -764,7 +765,7 @@ describe('the documented request schemas agree with the handler', () => {
   });
 });
 
-describe("stored credentials' real answers match openapi.yaml", () => {
+describe.each(PAYLOAD_FORMATS)("stored credentials' real answers through the $name match openapi.yaml", ({ as }) => {
   let server: TokenServer;
   let sources: CredentialSources;
   let handler: TokenHandler;
@@ -798,7 +799,7 @@ describe("stored credentials' real answers match openapi.yaml", () => {
     await Promise.all([server.close(), sources.close()]);
   });
 
-  const asCaller = (body: Record<string, unknown>) => tokenEvent(body, { iamCaller: CALLER });
+  const asCaller = (body: Record<string, unknown>) => as(tokenEvent(body, { iamCaller: CALLER }));
 
   it.each(['orders-api', 'keyless'])('answers 200 with the documented token for the credential %s', async (credential) => {
     // Act
@@ -823,11 +824,18 @@ describe("stored credentials' real answers match openapi.yaml", () => {
 
   it('answers the JWKS route as documented', async () => {
     // Act
-    const result = await handler(tokenEvent(undefined, { method: 'GET', path: JWKS_PATH, contentType: null }));
+    const result = await handler(as(tokenEvent(undefined, { method: 'GET', path: JWKS_PATH, contentType: null })));
 
     // Assess
     expect(result.statusCode).toBe(200);
     expect(api.responseProblems(api.response(JWKS_PATH, 'get', 200), result)).toEqual([]);
+  });
+
+  it('documents both lifetimes of the JWKS: 5 minutes, and 30 s while a key is missing', () => {
+    const documented = api.response(JWKS_PATH, 'get', 200);
+    const lifetimes = [300, 30, 3600].map((seconds) => api.responseProblems(documented, publicJsonResponse({ keys: [] }, seconds)).length);
+
+    expect(lifetimes).toEqual([0, 0, 1]);
   });
 
   it('documents a JWK Set of public keys only: a private member is refused', () => {

@@ -1,6 +1,6 @@
 import { isJwksRoute, isTokenRoute, JWKS_ROUTE_KEY, TOKEN_ROUTE_KEYS } from '../lambda/request/routes';
 import { credentialNotAllowed, causeChain, upstreamFailure } from '../lambda/errors';
-import { publicJsonResponse } from '../lambda/responses';
+import { errorResponse, noRouteResponse, publicJsonResponse } from '../lambda/responses';
 
 // The routes an event may be for, the public answer of the JWKS route, and the error texts and chains.
 
@@ -33,7 +33,23 @@ describe('publicJsonResponse', () => {
       statusCode: 200,
       headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' },
       body: '{"keys":[]}',
+      isBase64Encoded: false,
     });
+  });
+});
+
+describe("API Gateway's own answer for a route it does not have", () => {
+  it("is the HTTP API's 404 for a 2.0 event and the REST API's 403 for a 1.0 event", () => {
+    expect([noRouteResponse('2.0').statusCode, noRouteResponse('2.0').body]).toEqual([404, '{"message":"Not Found"}']);
+    expect([noRouteResponse('1.0').statusCode, noRouteResponse('1.0').body]).toEqual([403, '{"message":"Missing Authentication Token"}']);
+  });
+});
+
+describe('every answer', () => {
+  it('says its body is text, which a REST API reads as it is and an HTTP API too', () => {
+    const answers = [errorResponse(new Error('bug')), publicJsonResponse({}, 1), noRouteResponse('1.0')];
+
+    expect(answers.map((answer) => answer.isBase64Encoded)).toEqual([false, false, false]);
   });
 });
 

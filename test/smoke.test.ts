@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { loadConfig } from '../lambda/config';
 import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler } from '../lambda/handler';
-import { createHttpApiGateway } from '../local/http-api-gateway';
+import { createHttpApiGateway, LOCAL_IAM_CALLER_HEADER, type LocalApi } from '../local/http-api-gateway';
+import { type CredentialSources, startCredentialSources, storedCredentials } from './support/credential-sources';
 import { recordingObservability } from './support/events';
 import { idpEnv } from './support/idp-env';
 import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from './support/token-server';
@@ -81,10 +82,11 @@ async function close(server: Server): Promise<void> {
 }
 
 /** The local API Gateway in front of the handler, as `npm start` serves it, allowing the given token URL origin. */
-async function startService(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
+async function startService(env: Record<string, string>, api: LocalApi = 'http'): Promise<{ url: string; stop(): Promise<void> }> {
   const server = createHttpApiGateway({
     handler: createHandler(loadConfig(env), recordingObservability()),
     openApiPath: join(REPO_ROOT, 'openapi.yaml'),
+    api,
   });
   const url = await listen(server);
   return { url, stop: () => close(server) };
@@ -123,19 +125,22 @@ describe('npm run smoke against the local service', () => {
       'PASS POST /v1/oauth/token naming the metadata address as token URL: 403 token_url_not_allowed',
       'PASS POST /oauth/token naming the metadata address as token URL: 403 token_url_not_allowed',
       `PASS POST /v1/oauth/no-such-route: API Gateway's 404 {"message":"Not Found"}`,
+      "PASS GET /.well-known/jwks.json: not served (API Gateway's 404): no stored credential has a KMS key",
     ]);
     expect(run.code).toBe(0);
   });
 
-  it('says it skipped the token check without a client, naming the variables that turn it on', async () => {
+  it('says it skipped the token checks without a client, an issuer or a credential, naming the variables that turn them on', async () => {
     // Act
     const run = await smoke([service.url]);
 
     // Assess
     expect(lines(run.output, 'SKIP')).toEqual([
       'SKIP a token through the service: no client: set SMOKE_CLIENT_ID, SMOKE_CLIENT_SECRET and SMOKE_TOKEN_URL to get one from that IdP',
+      'SKIP a token by issuer: no issuer: set SMOKE_ISSUER (with the client) to get one by it',
+      "SKIP a stored credential's token: no credential: set SMOKE_CREDENTIAL to one the signer may use (callerAuthorization=iam)",
     ]);
-    expect(run.output).toContain('smoke: 5 passed, 0 failed, 1 not run');
+    expect(run.output).toContain('smoke: 6 passed, 0 failed, 3 not run');
     expect(run.code).toBe(0);
   });
 
@@ -148,19 +153,21 @@ describe('npm run smoke against the local service', () => {
     expect(run.code).toBe(0);
   });
 
-  it('gets a token from the embedded IdP through the service with SMOKE_CLIENT_ID, SMOKE_CLIENT_SECRET and SMOKE_TOKEN_URL', async () => {
+  it('gets a token from the embedded IdP through the service with SMOKE_CLIENT_ID, SMOKE_CLIENT_SECRET and SMOKE_TOKEN_URL, and by SMOKE_ISSUER', async () => {
     // Act
     const run = await smoke([service.url], {
       SMOKE_CLIENT_ID: idp.basic.clientId,
       SMOKE_CLIENT_SECRET: idp.basic.clientSecret,
       SMOKE_TOKEN_URL: idp.tokenUrl,
+      SMOKE_ISSUER: idp.issuer,
     });
 
     // Assess
     expect(run.output).toMatch(
       /^PASS POST \/v1\/oauth\/token with the SMOKE_CLIENT_ID client: 200 with an access token \(expires_in \d+\)$/m,
     );
-    expect(run.output).toContain('smoke: 6 passed, 0 failed');
+    expect(run.output).toMatch(/^PASS POST \/v1\/oauth\/token by SMOKE_ISSUER: 200 with an access token \(expires_in \d+\)$/m);
+    expect(run.output).toContain('smoke: 8 passed, 0 failed, 1 not run');
     expect(run.code).toBe(0);
   });
 
@@ -244,9 +251,12 @@ describe('npm run smoke against a broken service', () => {
     await broken.stop();
 
     // Assess
-    expect(lines(run.output, 'FAIL')).toHaveLength(5);
+    expect(lines(run.output, 'FAIL')).toHaveLength(6);
     expect(run.output).toContain(
       'FAIL POST /v1/oauth/token with an empty body: expected 400 invalid_request, got 500 {"message":"Internal Server Error"}',
+    );
+    expect(run.output).toContain(
+      'FAIL GET /.well-known/jwks.json: expected 200 {"keys":[...]}, got 500 {"message":"Internal Server Error"}',
     );
     expect(run.code).toBe(1);
   });
@@ -261,8 +271,27 @@ describe('npm run smoke against a broken service', () => {
 
     // Assess
     expect(run.output).toContain('FAIL POST /v1/oauth/token with an empty body: connection refused (ECONNREFUSED)');
-    expect(lines(run.output, 'SKIP')).toHaveLength(4);
+    expect(lines(run.output, 'SKIP')).toHaveLength(5);
     expect(run.code).toBe(1);
+  });
+
+  it.each([
+    [
+      'a private member',
+      '{"keys":[{"kty":"RSA","kid":"k","use":"sig","alg":"RS256","n":"x","e":"AQAB","d":"private"}]}',
+      'a key is not a public signing JWK',
+    ],
+    ['no keys array', '{"key":{}}', 'expected 200 {"keys":[...]}, got 200'],
+  ])('fails the JWKS check for a JWK Set with %s', async (_case, body, detail) => {
+    // Prepare
+    const wrong = await startFixedAnswer(200, body);
+
+    // Act
+    const run = await smoke([wrong.url]);
+    await wrong.stop();
+
+    // Assess
+    expect(run.output).toContain(`FAIL GET /.well-known/jwks.json: ${detail}`);
   });
 
   it('fails a check whose answer has the right status but not the contract body', async () => {
@@ -292,16 +321,18 @@ describe('npm run smoke against an API that takes IAM callers', () => {
     front = createServer((request, response) => {
       void (async () => {
         const body = await readBody(request);
-        if (!signatureIsValid(request, body)) {
+        // The JWKS route takes no caller authentication; the others only signed callers.
+        const open = request.method === 'GET' && request.url === '/.well-known/jwks.json';
+        if (!open && !signatureIsValid(request, body)) {
           response.writeHead(403, { 'content-type': 'application/json' });
           response.end('{"message":"Forbidden"}');
           return;
         }
-        verified.push(`${request.method} ${request.url}`);
+        if (!open) verified.push(`${request.method} ${request.url}`);
         const answer = await fetch(`${service.url}${request.url}`, {
           method: request.method,
           headers: { 'content-type': 'application/json' },
-          body,
+          body: request.method === 'GET' ? undefined : body,
         });
         response.writeHead(answer.status, { 'content-type': 'application/json' });
         response.end(await answer.text());
@@ -360,7 +391,7 @@ describe('npm run smoke against an API that takes IAM callers', () => {
     // Act
     const run = await smoke([frontUrl], { ...credentials, SMOKE_SIGV4: '0' });
 
-    // Assess
+    // Assess: the JWKS, the one route without caller authentication, is the one to pass.
     expect(lines(run.output, 'FAIL')).toHaveLength(5);
     expect(verified).toEqual([]);
     expect(run.code).toBe(1);
@@ -388,6 +419,88 @@ describe('npm run smoke against an API that takes IAM callers', () => {
   });
 });
 
+describe('npm run smoke against a REST API that takes IAM callers, with stored credentials', () => {
+  const SIGNER = 'arn:aws:sts::123456789012:assumed-role/orders-service/smoke';
+  let idp: TokenServer;
+  let sources: CredentialSources;
+  let service: { url: string; stop(): Promise<void> };
+  let front: Server;
+  let frontUrl: string;
+
+  beforeAll(async () => {
+    idp = await startTokenServer(json(200, DEMO_TOKEN));
+    sources = await startCredentialSources();
+    const key = sources.kms.createKey('RSA_2048');
+    const credentials = storedCredentials({
+      name: 'orders',
+      clientId: 'orders',
+      tokenUrl: `${idp.origin}/token`,
+      method: 'private_key_jwt',
+      keyId: key.arn,
+    });
+    service = await startService({ TOKEN_URL_ALLOWLIST: idp.origin, STORED_CREDENTIALS: credentials }, 'rest');
+    // A REST API as API Gateway runs one: its own 403 for a route it lacks and for an unsigned caller, the verified caller passed on.
+    front = createServer((request, response) => {
+      void (async () => {
+        const body = await readBody(request);
+        const route = ['POST /v1/oauth/token', 'POST /oauth/token', 'GET /.well-known/jwks.json'].includes(
+          `${request.method} ${request.url}`,
+        );
+        const open = request.method === 'GET';
+        if (!route || (!open && !signatureIsValid(request, body))) {
+          response.writeHead(403, { 'content-type': 'application/json' });
+          response.end('{"message":"Missing Authentication Token"}');
+          return;
+        }
+        const answer = await fetch(`${service.url}${request.url}`, {
+          method: request.method,
+          headers: { 'content-type': 'application/json', ...(open ? {} : { [LOCAL_IAM_CALLER_HEADER]: SIGNER }) },
+          body: open ? undefined : body,
+        });
+        response.writeHead(answer.status, {
+          'content-type': 'application/json',
+          'cache-control': answer.headers.get('cache-control') ?? '',
+        });
+        response.end(await answer.text());
+      })();
+    });
+    frontUrl = await listen(front);
+  });
+
+  afterAll(async () => {
+    await close(front);
+    await service.stop();
+    await Promise.all([idp.close(), sources.close()]);
+  });
+
+  it("signs once it meets the REST API's 403, takes its 403 for a route it lacks, checks the JWKS and gets the credential's token", async () => {
+    // Act
+    const run = await smoke([frontUrl], {
+      AWS_ACCESS_KEY_ID: AWS_KEY.id,
+      AWS_SECRET_ACCESS_KEY: AWS_KEY.secret,
+      AWS_SESSION_TOKEN: AWS_KEY.session,
+      AWS_REGION: REGION,
+      SMOKE_CREDENTIAL: 'orders',
+      SMOKE_CREDENTIAL_SCOPE: 'read',
+    });
+
+    // Assess
+    expect(lines(run.output, 'PASS')).toEqual([
+      `PASS POST /v1/oauth/token with an empty body, unsigned: API Gateway's 403 {"message":"Missing Authentication Token"}: the API takes IAM callers, so the checks sign their requests with SigV4 from here on`,
+      'PASS POST /v1/oauth/token with an empty body: 400 invalid_request',
+      'PASS POST /oauth/token with an empty body: 400 invalid_request',
+      'PASS POST /v1/oauth/token naming the metadata address as token URL: 403 token_url_not_allowed',
+      'PASS POST /oauth/token naming the metadata address as token URL: 403 token_url_not_allowed',
+      `PASS POST /v1/oauth/no-such-route: API Gateway's 403 {"message":"Missing Authentication Token"}`,
+      'PASS GET /.well-known/jwks.json: 200 with 1 public key(s), max-age 300',
+      'PASS POST /v1/oauth/token for the stored credential orders: 200 with an access token (expires_in 3600)',
+      'PASS POST /v1/oauth/token for a credential no entry has: 403 credential_not_allowed',
+    ]);
+    expect(idp.received.at(-1)?.form.get('scope')).toBe('read');
+    expect(run.code).toBe(0);
+  });
+});
+
 describe('npm run smoke usage', () => {
   it.each(['--help', '-h'])('prints the usage and every setting with %s, exits 0 and contacts nothing', async (flag) => {
     const run = await smoke([flag]);
@@ -397,6 +510,9 @@ describe('npm run smoke usage', () => {
       'SMOKE_CLIENT_ID',
       'SMOKE_CLIENT_SECRET',
       'SMOKE_TOKEN_URL',
+      'SMOKE_ISSUER',
+      'SMOKE_CREDENTIAL',
+      'SMOKE_CREDENTIAL_SCOPE',
       'SMOKE_EXPECT_CACHE_HIT',
       'SMOKE_SIGV4',
       'AWS_REGION',
@@ -419,6 +535,20 @@ describe('npm run smoke usage', () => {
     const run = await smoke([]);
 
     expect(run.output).toContain('usage: npm run smoke -- <base URL');
+    expect(run.code).toBe(2);
+  });
+
+  it.each([
+    ['SMOKE_ISSUER without the client', { SMOKE_ISSUER: 'https://idp.example.com' }, 'SMOKE_ISSUER needs the client: set SMOKE_CLIENT_ID'],
+    [
+      'SMOKE_CREDENTIAL_SCOPE without SMOKE_CREDENTIAL',
+      { SMOKE_CREDENTIAL_SCOPE: 'read' },
+      'SMOKE_CREDENTIAL_SCOPE needs SMOKE_CREDENTIAL',
+    ],
+  ])('exits 2 for %s, naming what is missing', async (_case, env, message) => {
+    const run = await smoke(['http://127.0.0.1:9'], env);
+
+    expect(run.output).toContain(message);
     expect(run.code).toBe(2);
   });
 

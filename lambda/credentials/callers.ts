@@ -1,4 +1,4 @@
-import { isRecord } from '../type-guards';
+import { callerArnOf } from '../request/gateway-event';
 
 /** A `callers` entry: an IAM principal ARN in which `*` matches any run of characters. */
 export interface CallerPattern {
@@ -46,15 +46,13 @@ function matchesParts(principal: string, first: string, middle: readonly string[
 }
 
 /**
- * The IAM principal API Gateway verified for this request (`callerAuthorization=iam`), matched as a
- * principal: an assumed-role session (`arn:aws:sts::ACCOUNT:assumed-role/NAME/SESSION`) as its role
- * (`arn:aws:iam::ACCOUNT:role/NAME`). Undefined without one: nothing else in the event is trusted.
+ * The IAM principal API Gateway verified for this request (`callerAuthorization=iam`), the same ARN on
+ * either API (see {@link callerArnOf}), matched as a principal: an assumed-role session
+ * (`arn:aws:sts::ACCOUNT:assumed-role/NAME/SESSION`) as its role (`arn:aws:iam::ACCOUNT:role/NAME`).
+ * Undefined without one: nothing else in the event is trusted.
  */
 export function verifiedCaller(event: unknown): { readonly arn: string; readonly principal: string } | undefined {
-  const context = isRecord(event) ? event.requestContext : undefined;
-  const authorizer = isRecord(context) ? context.authorizer : undefined;
-  const iam = isRecord(authorizer) ? authorizer.iam : undefined;
-  const arn = isRecord(iam) ? iam.userArn : undefined;
+  const arn = callerArnOf(event);
   if (typeof arn !== 'string' || !ARN.test(arn)) return undefined;
   const session = ASSUMED_ROLE.exec(arn);
   return { arn, principal: session ? `arn:${session[1]}:iam::${session[2]}:role/${session[3]}` : arn };

@@ -34,6 +34,9 @@ function blob(value: unknown): Buffer {
 export function kmsKeyRing(clock: Clock, env: NodeJS.ProcessEnv = process.env): KeyRing {
   const client = awsJsonClient(KMS, env, clock);
   const keys = new SharedReads(async (keyId) => {
+    // KMS is regional: a key named by an ARN of another region is not found from this one, so none is asked.
+    const region = /^arn:[^:]+:kms:([^:]*):/.exec(keyId)?.[1];
+    if (region !== undefined && region !== env.AWS_REGION) throw sourceError('KeyInAnotherRegion');
     const key = await client.call('GetPublicKey', { KeyId: keyId }, Deadline.after(clock, CALL_LIMIT_MS));
     const algorithm = algorithmOf(key.KeySpec);
     if (!algorithm || key.KeyUsage !== 'SIGN_VERIFY') throw sourceError('KeyNotForSigning');

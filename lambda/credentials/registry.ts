@@ -33,14 +33,18 @@ const METHODS: readonly StoredMethod[] = ['client_secret_basic', 'client_secret_
 const PRINTABLE_ASCII = /^[\x20-\x7E]+$/;
 // A Secrets Manager secret's ARN or name, or a KMS key's id, ARN, alias name or alias ARN.
 const AWS_ID = /^[\x21-\x7E]{1,2048}$/;
-const VARIABLE = 'Environment variable STORED_CREDENTIALS';
 
 /**
- * Parse STORED_CREDENTIALS: a JSON array of entries (the contract's Stored credentials). Each token
- * URL or issuer is held to the token URL policy's rules that need no lookup, with the function's
- * allowlist. Throws a message naming the variable and the entry; unset or empty is no credential.
+ * Parse STORED_CREDENTIALS (or its file's text): a JSON array of entries (the contract's Stored
+ * credentials). Each token URL or issuer is held to the token URL policy's rules that need no lookup,
+ * with the function's allowlist. Throws a message naming the `source` and the entry; unset or empty
+ * is no credential.
  */
-export function parseStoredCredentials(value: string | undefined, allowlist: readonly AllowlistEntry[]): StoredCredential[] {
+export function parseStoredCredentials(
+  value: string | undefined,
+  allowlist: readonly AllowlistEntry[],
+  source = 'Environment variable STORED_CREDENTIALS',
+): StoredCredential[] {
   if (value === undefined || value.trim() === '') return [];
   let entries: unknown;
   try {
@@ -48,7 +52,7 @@ export function parseStoredCredentials(value: string | undefined, allowlist: rea
   } catch {
     // Reported below, as any other value that is not an array.
   }
-  if (!Array.isArray(entries)) throw new Error(`${VARIABLE} must be a JSON array of credential entries`);
+  if (!Array.isArray(entries)) throw new Error(`${source} must be a JSON array of credential entries`);
   const names = new Set<string>();
   return entries.map((entry: unknown, index) => {
     const label = isRecord(entry) && typeof entry.name === 'string' ? `"${entry.name}"` : `at index ${index}`;
@@ -58,7 +62,7 @@ export function parseStoredCredentials(value: string | undefined, allowlist: rea
       names.add(credential.name);
       return credential;
     } catch (error) {
-      throw new Error(`${VARIABLE}: the entry ${label} ${(error as Error).message}`);
+      throw new Error(`${source}: the entry ${label} ${(error as Error).message}`);
     }
   });
 }

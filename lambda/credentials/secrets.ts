@@ -3,17 +3,24 @@ import { awsJsonClient } from '../aws/json-client';
 import { type Clock, Deadline } from '../clock';
 import { CALL_LIMIT_MS, SharedReads, sourceError, withinDeadline } from './aws-sources';
 
+/** A secret's value, and the read it came from. */
+export interface ReadSecret {
+  readonly value: string;
+  readonly read: Promise<string>;
+}
+
 /** The client secrets of stored credentials, by Secrets Manager secret id. */
 export interface SecretSource {
   /** Start reading a secret now, as the function initialises, so that the first request rarely waits. */
   prefetch(secretId: string): void;
   /** The secret's value: read once per instance, then kept. */
-  current(secretId: string, deadline: Deadline): Promise<string>;
+  current(secretId: string, deadline: Deadline): Promise<ReadSecret>;
   /**
-   * The value after the IdP refused `used`: read again, once for all the requests refused with it,
-   * so a rotation costs one refused exchange. `used` again means the secret has not changed.
+   * The value after the IdP refused `used`: of a read started since `used` was taken, which every
+   * request refused in the same burst shares, or of a new one. So a rotation costs one refused
+   * exchange, and a burst of refusals one read. The same value again means the secret has not changed.
    */
-  afterRejection(secretId: string, used: string, deadline: Deadline): Promise<string>;
+  afterRejection(secretId: string, used: ReadSecret, deadline: Deadline): Promise<ReadSecret>;
 }
 
 // What the contract allows a caller's client_secret: the same holds for one the broker sends.
@@ -33,11 +40,15 @@ export function secretsManagerSecrets(clock: Clock): SecretSource {
   });
   return {
     prefetch: (secretId) => void reads.get(secretId).catch(() => undefined),
-    current: (secretId, deadline) => withinDeadline(reads.get(secretId), deadline),
+    async current(secretId, deadline) {
+      const read = reads.get(secretId);
+      return { value: await withinDeadline(read, deadline), read };
+    },
     async afterRejection(secretId, used, deadline) {
-      // Another request refused with the same value may have started the new read already: share it.
-      const kept = await withinDeadline(reads.get(secretId), deadline);
-      return kept !== used ? kept : withinDeadline(reads.again(secretId), deadline);
+      // The kept read is newer than `used`'s when another refusal of this burst started it: share it.
+      const kept = reads.get(secretId);
+      const read = kept !== used.read ? kept : reads.again(secretId);
+      return { value: await withinDeadline(read, deadline), read };
     },
   };
 }

@@ -1,4 +1,5 @@
 import { isRecord } from '../type-guards';
+import { payloadFormat } from './gateway-event';
 
 /** Both paths are the same operation (the contract's Routes). */
 export const TOKEN_PATHS = ['/v1/oauth/token', '/oauth/token'] as const;
@@ -10,9 +11,9 @@ export const JWKS_ROUTE_KEY = `GET ${JWKS_PATH}`;
 
 /**
  * True when the event is for a token route. API Gateway only invokes the function for its routes,
- * but an event can also come from a `$default` route, a named stage (whose name prefixes the path)
- * or a direct invoke that sends anything at all, so the event is read as untrusted and the method
- * and path are checked as API Gateway would.
+ * but an event can also come from a `$default` route, a named stage (whose name prefixes the path),
+ * a REST API's catch-all resource, or a direct invoke that sends anything at all, so the event is
+ * read as untrusted and the method and path are checked as API Gateway would.
  */
 export function isTokenRoute(event: unknown): boolean {
   return isRoute(event, 'POST', TOKEN_PATHS);
@@ -25,6 +26,9 @@ export function isJwksRoute(event: unknown): boolean {
 
 function isRoute(event: unknown, method: string, paths: readonly string[]): boolean {
   if (!isRecord(event)) return false;
+  // 1.0: the resource API Gateway matched, or the path a catch-all resource (`/{proxy+}`) took in.
+  if (payloadFormat(event) === '1.0')
+    return event.httpMethod === method && [event.resource, event.path].some((path) => paths.includes(path as string));
   if (typeof event.routeKey === 'string' && paths.some((path) => event.routeKey === `${method} ${path}`)) return true;
   const context = event.requestContext;
   const http = isRecord(context) ? context.http : undefined;

@@ -1,6 +1,6 @@
 import { clientAssertionProblem, JWT_BEARER_ASSERTION_TYPE } from './client-assertion';
 import { ExchangeError, invalidRequest } from '../errors';
-import { isRecord } from '../type-guards';
+import { eventParts } from './gateway-event';
 
 export type AuthMethod = 'client_secret_basic' | 'client_secret_post' | 'client_secret_jwt' | 'private_key_jwt';
 
@@ -131,17 +131,9 @@ const CLIENT_FIELDS = [
 type Field = (typeof REQUEST_FIELDS)[number];
 type Fields = Partial<Record<Field, unknown>>;
 
-/** The parts of a payload 2.0 event a token request is read from, as API Gateway always sends them. */
-interface EventParts {
-  /** Empty when the request had none. */
-  readonly body: string;
-  readonly isBase64Encoded: boolean;
-  readonly headers: Readonly<Record<string, string>>;
-}
-
 /**
- * Turn an API Gateway payload 2.0 event into a {@link ParsedTokenRequest}: check the event is shaped
- * as API Gateway sends it, decode the body (base64 when flagged), enforce the 64 KiB limit, read JSON
+ * Turn an API Gateway event (payload 2.0 or 1.0) into a {@link ParsedTokenRequest}: check the event is
+ * shaped as API Gateway sends it, decode the body (base64 when flagged), enforce the 64 KiB limit, read JSON
  * or form fields, and validate each field.
  */
 export function parseTokenRequest(event: unknown): ParsedTokenRequest | CredentialAsk {
@@ -163,22 +155,6 @@ export function parseTokenRequest(event: unknown): ParsedTokenRequest | Credenti
 function mediaTypeOf(contentType: string): string {
   const semicolon = contentType.indexOf(';');
   return (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
-}
-
-/**
- * A direct invoke (console, SDK, another function) can send any JSON; API Gateway always sends a
- * request context, string headers, and a string body or none. Anything else is the caller's mistake.
- */
-function eventParts(event: unknown): EventParts {
-  const notFromApiGateway = (what: string) => invalidRequest(`The event is not an API Gateway HTTP API request: ${what}`);
-  if (!isRecord(event) || !isRecord(event.requestContext)) throw notFromApiGateway('requestContext must be an object');
-  const { headers, body, isBase64Encoded } = event;
-  if (!isRecord(headers) || !Object.values(headers).every((value) => typeof value === 'string')) {
-    throw notFromApiGateway('headers must be an object of strings');
-  }
-  if (body !== undefined && body !== null && typeof body !== 'string') throw notFromApiGateway('body must be a string');
-  if (isBase64Encoded !== undefined && typeof isBase64Encoded !== 'boolean') throw notFromApiGateway('isBase64Encoded must be a boolean');
-  return { headers: headers as Record<string, string>, body: body ?? '', isBase64Encoded: isBase64Encoded === true };
 }
 
 function decodeBody(body: string, isBase64Encoded: boolean): string {
@@ -441,7 +417,7 @@ function optionalString(fields: Fields, field: Field): string | undefined {
   return value;
 }
 
-/** API Gateway lower-cases header names in payload 2.0; callers of the handler may not. */
+/** API Gateway lower-cases header names in payload 2.0 (and 1.0's are lower-cased as read); a direct invoke may not. */
 function headerValue(headers: Readonly<Record<string, string>>, name: string): string | undefined {
   const exact = headers[name];
   if (exact !== undefined) return exact;

@@ -1,7 +1,11 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadConfig } from '../../lambda/config';
 
-// STORED_CREDENTIALS, read by loadConfig as the function starts: a bad entry fails the start with a
-// message naming the variable and the entry.
+// STORED_CREDENTIALS, or the file STORED_CREDENTIALS_FILE names, read by loadConfig as the function
+// starts: a bad entry fails the start with a message naming the variable (and the file) and the entry.
 
 const ALLOWLIST = 'https://login.example.com,https://*.okta.com,http://10.0.0.5:8080';
 const ENTRY = {
@@ -304,6 +308,97 @@ describe('STORED_CREDENTIALS', () => {
     } finally {
       if (saved === undefined) delete process.env.STORED_CREDENTIALS;
       else process.env.STORED_CREDENTIALS = saved;
+    }
+  });
+});
+
+describe('STORED_CREDENTIALS_FILE', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'stored-credentials-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** A file of `content` (entries as JSON, or bytes as given), and its path. */
+  const file = (content: unknown, name = `${randomBytes(4).toString('hex')}.json`): string => {
+    const path = join(dir, name);
+    writeFileSync(path, content instanceof Uint8Array || typeof content === 'string' ? content : JSON.stringify(content));
+    return path;
+  };
+  const loadFile = (path: string, env: Record<string, string> = {}) =>
+    loadConfig({ TOKEN_URL_ALLOWLIST: ALLOWLIST, STORED_CREDENTIALS_FILE: path, ...env });
+  const fileRefusal = (path: string, why: string) => `Environment variable STORED_CREDENTIALS_FILE (the file ${path}) ${why}`;
+
+  it('reads the entries of the file it names, as STORED_CREDENTIALS would hold them', () => {
+    // Prepare
+    const path = file([ENTRY, entry({ name: 'keyless', method: 'private_key_jwt', secretId: undefined, keyId: 'alias/keyless' })]);
+
+    // Act
+    const { storedCredentials } = loadFile(path);
+
+    // Assess
+    expect(storedCredentials.map(({ name, authentication }) => [name, authentication])).toEqual([
+      ['orders-api', { method: 'client_secret_basic', secretId: 'prod/orders-api/client-secret' }],
+      ['keyless', { method: 'private_key_jwt', keyId: 'alias/keyless' }],
+    ]);
+    const fromVariable = load([ENTRY, entry({ name: 'keyless', method: 'private_key_jwt', secretId: undefined, keyId: 'alias/keyless' })]);
+    expect(JSON.stringify(storedCredentials)).toBe(JSON.stringify(fromVariable.storedCredentials));
+  });
+
+  it('reads a file that starts with a UTF-8 byte order mark, and one named with spaces around it', () => {
+    const path = file(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify([ENTRY]))]));
+
+    expect(loadFile(` ${path} `).storedCredentials).toHaveLength(1);
+  });
+
+  it('reads the file through the reader given, as synth reads the one the stack packages', () => {
+    const read = (path: string) => Buffer.from(path === '/var/task/credentials.json' ? JSON.stringify([ENTRY]) : '');
+
+    expect(
+      loadConfig({ TOKEN_URL_ALLOWLIST: ALLOWLIST, STORED_CREDENTIALS_FILE: '/var/task/credentials.json' }, read).storedCredentials,
+    ).toHaveLength(1);
+  });
+
+  it.each<[string, () => string, string]>([
+    ['that does not exist', () => join(dir, 'missing.json'), 'cannot be read: there is no such file'],
+    ['that is a directory', () => dir, 'cannot be read: EISDIR'],
+    ['that is not UTF-8', () => file(Buffer.from([0x5b, 0xff, 0x5d])), 'must be UTF-8 text'],
+    ['that is empty', () => file(''), 'must be a JSON array of credential entries, and is empty'],
+    ['that is not JSON', () => file('[{"name":'), 'must be a JSON array of credential entries'],
+    ['that holds an object', () => file({ credentials: [ENTRY] }), 'must be a JSON array of credential entries'],
+  ])('fails the start for a file %s, naming the variable and the file', (_case, path, why) => {
+    const named = path();
+    expect(() => loadFile(named)).toThrow(fileRefusal(named, why));
+  });
+
+  it('fails the start for a bad entry, naming the variable, the file and the entry', () => {
+    const path = file([entry({ callers: [] })]);
+
+    expect(() => loadFile(path)).toThrow(`${fileRefusal(path, '').trimEnd()}: the entry "orders-api" must have callers`);
+  });
+
+  it('fails the start when STORED_CREDENTIALS is set too, naming both', () => {
+    const path = file([ENTRY]);
+
+    expect(() => loadFile(path, { STORED_CREDENTIALS: JSON.stringify([ENTRY]) })).toThrow(
+      'Environment variables STORED_CREDENTIALS and STORED_CREDENTIALS_FILE must not both be set: set one',
+    );
+  });
+
+  it.each(['', '  '])('is no file when it is %p: STORED_CREDENTIALS stands', (path) => {
+    expect(loadFile(path, { STORED_CREDENTIALS: JSON.stringify([ENTRY]) }).storedCredentials).toHaveLength(1);
+  });
+
+  it('fails the module load of the deployed handler, naming the variable and the file', () => {
+    // Prepare
+    const path = join(dir, 'gone.json');
+    process.env.STORED_CREDENTIALS_FILE = path;
+
+    // Act & Assess
+    try {
+      expect(() => jest.isolateModules(() => require('../../lambda/handler'))).toThrow(fileRefusal(path, 'cannot be read'));
+    } finally {
+      delete process.env.STORED_CREDENTIALS_FILE;
     }
   });
 });

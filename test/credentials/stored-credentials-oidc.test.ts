@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { ClientMetadata } from 'oidc-provider';
 import { loadConfig } from '../../lambda/config';
 import { createHandler, type TokenHandler } from '../../lambda/handler';
+import { recordingObservability } from '../support/events';
 import { destroyAgents } from '../../lambda/upstream/guarded-agents';
 import { createHttpApiGateway, LOCAL_IAM_CALLER_HEADER } from '../../local/http-api-gateway';
 import type { LocalKey } from '../../local/kms-local';
@@ -84,7 +85,8 @@ beforeAll(async () => {
       },
     ),
   });
-  handler = createHandler(config);
+  // Its log lines are not what these tests read: kept in memory, not printed among the test output.
+  handler = createHandler(config, recordingObservability());
 });
 
 afterAll(async () => {

@@ -1,6 +1,7 @@
 import { randomBytes, verify, type JsonWebKey } from 'node:crypto';
 import { loadConfig } from '../../lambda/config';
 import { createHandler, type TokenHandler } from '../../lambda/handler';
+import { PREFETCH_LIMIT } from '../../lambda/credentials/stored-credentials';
 import { powertoolsObservability } from '../../lambda/observability';
 import { destroyAgents } from '../../lambda/upstream/guarded-agents';
 import type { LocalKey } from '../../local/kms-local';
@@ -8,7 +9,7 @@ import { decodeJws } from '../support/caller-assertions';
 import { capturingOutput } from '../support/captured-output';
 import { CREDENTIAL_NOT_ALLOWED_DESCRIPTION } from '../support/contract';
 import { CALLER, CALLER_ROLE, type CredentialSources, startCredentialSources, storedCredentials } from '../support/credential-sources';
-import { bodyOf, formEvent, recordingObservability, tokenEvent } from '../support/events';
+import { bodyOf, formEvent, PAYLOAD_FORMATS, recordingObservability, tokenEvent } from '../support/events';
 import { basicCredentials, issuingIdp } from '../support/fleet';
 import { DEMO_TOKEN, json, startTokenServer, type TokenServer } from '../support/token-server';
 
@@ -369,7 +370,8 @@ describe('a stored credential whose key is in KMS (private_key_jwt)', () => {
     // Assess
     expect([token.statusCode, jwks.statusCode]).toEqual([502, 502]);
     expect(server.received).toEqual([]);
-    expect(records.map((record) => record.credential_error)).toEqual(['KeyNotForSigning', 'KeyNotForSigning']);
+    // The JWKS route's line names the credential whose key it left out.
+    expect(records.map((record) => record.credential_error)).toEqual(['KeyNotForSigning', 'keyless: KeyNotForSigning']);
   });
 
   it('asks KMS twice at most for a read it throttles, then answers 502', async () => {
@@ -403,7 +405,88 @@ describe('a stored credential whose key is in KMS (private_key_jwt)', () => {
   });
 });
 
-describe('the access policy of a stored credential', () => {
+describe('a stored credential whose key KMS cannot give', () => {
+  it('publishes the keys it can, kept 30 s instead of 5 minutes, and names the credential whose key it left out, never the key', async () => {
+    // Prepare
+    const { handle, records } = handlerFor([keyEntry(rsaKey), keyEntry(ecKey, { name: 'typo', keyId: 'alias/no-such-key' })]);
+
+    // Act
+    const result = await handle(jwksEvent());
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    expect(result.headers['cache-control']).toBe('public, max-age=30');
+    expect((bodyOf(result).keys as { kty: string }[]).map((key) => key.kty)).toEqual(['RSA']);
+    expect(records[0]).toMatchObject({ outcome: 'ok', status: 200, credential_error: 'typo: NotFoundException' });
+    expect(JSON.stringify(records)).not.toContain('alias/no-such-key');
+  });
+
+  it('answers 504 when no key came within UPSTREAM_TIMEOUT_MS', async () => {
+    // Prepare
+    sources.kms.behave('GetPublicKey', { delayMs: 1500 });
+    const { handle, records } = handlerFor([keyEntry(rsaKey)], { UPSTREAM_TIMEOUT_MS: '200' });
+
+    // Act
+    const result = await handle(jwksEvent());
+    sources.kms.behave('GetPublicKey', {});
+
+    // Assess
+    expect(result.statusCode).toBe(504);
+    expect(records[0]).toMatchObject({ outcome: 'upstream_timeout', credential_error: 'keyless: Timeout' });
+  });
+
+  it('answers 502 without asking KMS for a key whose ARN names another region, which KMS in this one never finds', async () => {
+    // Prepare
+    const { handle, records } = handlerFor([keyEntry(rsaKey, { keyId: rsaKey.arn.replace(':us-east-1:', ':eu-west-1:') })]);
+    const calls = sources.kms.calls.length;
+
+    // Act
+    const token = await handle(ask({ credential: 'keyless' }));
+    const jwks = await handle(jwksEvent());
+
+    // Assess
+    expect([token.statusCode, jwks.statusCode]).toEqual([502, 502]);
+    expect(records.map((record) => record.credential_error)).toEqual(['KeyInAnotherRegion', 'keyless: KeyInAnotherRegion']);
+    expect(sources.kms.calls.length).toBe(calls);
+    expect(server.received).toEqual([]);
+  });
+});
+
+describe('reading secrets and keys as the instance starts', () => {
+  const entries = (count: number) =>
+    Array.from({ length: count }, (_, i) => (i === 0 ? keyEntry(rsaKey, { name: 'key-0' }) : secretEntry({ name: `secret-${i}` })));
+  const readsOfAll = (credentials: Record<string, unknown>[]) =>
+    credentials.filter(({ secretId }) => typeof secretId === 'string' && readsOf(secretId) > 0).length;
+
+  it(`reads every one of ${PREFETCH_LIMIT} secrets and keys before any request`, async () => {
+    // Prepare
+    const credentials = entries(PREFETCH_LIMIT);
+    const calls = sources.kms.calls.length;
+
+    // Act
+    handlerFor(credentials);
+
+    // Assess
+    await until(() => readsOfAll(credentials) === PREFETCH_LIMIT - 1 && sources.kms.calls.length > calls);
+  });
+
+  it(`reads none of ${PREFETCH_LIMIT + 1} before a request needs it: each one as it is first needed`, async () => {
+    // Prepare
+    const credentials = entries(PREFETCH_LIMIT + 1);
+    const calls = sources.kms.calls.length;
+    const { handle } = handlerFor(credentials);
+
+    // Act: by the time this answer comes, reads sent as the instance started would have arrived.
+    expect((await handle(ask({ credential: 'secret-1' }))).statusCode).toBe(200);
+
+    // Assess
+    expect(readsOfAll(credentials)).toBe(1);
+    expect(sources.kms.calls.length).toBe(calls);
+  });
+});
+
+describe.each(PAYLOAD_FORMATS)('the access policy of a stored credential, through the $name', ({ as }) => {
+  const asked = (...args: Parameters<typeof ask>) => as(ask(...args));
   const restricted = () =>
     secretEntry({ scopes: ['read', 'write'], audience: 'https://orders.example.com', resource: 'https://orders.example.com/api' });
 
@@ -422,7 +505,7 @@ describe('the access policy of a stored credential', () => {
     const signsBefore = sources.kms.calls.filter((call) => call === 'Sign').length;
 
     // Act
-    const result = await handle(ask(body, caller));
+    const result = await handle(asked(body, caller));
 
     // Assess
     expect(result.statusCode).toBe(403);
@@ -449,7 +532,7 @@ describe('the access policy of a stored credential', () => {
     const { handle } = handlerFor([restricted()]);
 
     // Act
-    const result = await handle(ask(body));
+    const result = await handle(asked(body));
 
     // Assess
     expect(result.statusCode).toBe(200);
@@ -462,7 +545,9 @@ describe('the access policy of a stored credential', () => {
     const { handle } = handlerFor([secretEntry()]);
 
     // Act
-    const result = await handle(ask({ credential: 'orders', scope: 'admin', audience: 'https://x.example', resource: ['urn:a', 'urn:b'] }));
+    const result = await handle(
+      asked({ credential: 'orders', scope: 'admin', audience: 'https://x.example', resource: ['urn:a', 'urn:b'] }),
+    );
 
     // Assess
     expect(result.statusCode).toBe(200);
@@ -483,7 +568,7 @@ describe('the access policy of a stored credential', () => {
     const { handle } = handlerFor([secretEntry({ callers: [CALLER_ROLE, pattern] })]);
 
     // Act & Assess
-    expect((await handle(ask({ credential: 'orders' }, caller))).statusCode).toBe(200);
+    expect((await handle(asked({ credential: 'orders' }, caller))).statusCode).toBe(200);
   });
 
   it.each([
@@ -514,7 +599,7 @@ describe('the access policy of a stored credential', () => {
     const body = { credential: 'orders', ...(field === 'client_assertion' ? { client_assertion_type: JWT_BEARER } : {}), ...extra };
 
     // Act
-    const result = await handle(ask(body));
+    const result = await handle(asked(body));
 
     // Assess
     expect(result.statusCode).toBe(400);
@@ -527,7 +612,7 @@ describe('the access policy of a stored credential', () => {
     const { handle } = handlerFor([secretEntry()]);
 
     // Act
-    const result = await handle(formEvent({ credential: 'orders', scope: 'read' }, { path: '/oauth/token', iamCaller: CALLER }));
+    const result = await handle(as(formEvent({ credential: 'orders', scope: 'read' }, { path: '/oauth/token', iamCaller: CALLER })));
 
     // Assess
     expect(result.statusCode).toBe(200);
@@ -536,7 +621,7 @@ describe('the access policy of a stored credential', () => {
 
   it('accepts grant_type client_credentials sent as it is meant', async () => {
     const { handle } = handlerFor([secretEntry()]);
-    expect((await handle(ask({ credential: 'orders', grant_type: 'client_credentials' }))).statusCode).toBe(200);
+    expect((await handle(asked({ credential: 'orders', grant_type: 'client_credentials' }))).statusCode).toBe(200);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { Observability, RequestRecord } from '../../lambda/observability';
 
 export interface EventOptions {
@@ -65,7 +65,78 @@ export function formEvent(fields: Record<string, string>, options: EventOptions 
   });
 }
 
-/** Observability that keeps each request's record in memory instead of printing it. */
+/**
+ * The same request as a REST API's proxy integration hands it over (payload 1.0): the resource the
+ * route key names (`/{proxy+}` for `$default`), the path without the stage, each header also as a
+ * list, and the verified IAM caller in `requestContext.identity`, where the REST API puts it. Header
+ * names stay as the 2.0 event has them (a REST API keeps the caller's case; the handler reads either).
+ */
+export function restEventOf(event: APIGatewayProxyEventV2): APIGatewayProxyEvent {
+  const { http, stage, requestId, accountId, apiId } = event.requestContext;
+  const { authorizer } = event.requestContext as { authorizer?: { iam?: { userArn?: string } } };
+  const space = event.routeKey.indexOf(' ');
+  const resource = space === -1 ? '/{proxy+}' : event.routeKey.slice(space + 1);
+  const path = http.path.startsWith(`/${stage}/`) ? http.path.slice(stage.length + 1) : http.path;
+  const headers = { ...event.headers } as Record<string, string>;
+  const userArn = authorizer?.iam?.userArn ?? null;
+  return {
+    resource,
+    path,
+    httpMethod: http.method,
+    headers,
+    multiValueHeaders: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, [value]])),
+    queryStringParameters: null,
+    multiValueQueryStringParameters: null,
+    pathParameters: null,
+    stageVariables: null,
+    requestContext: {
+      accountId,
+      apiId,
+      authorizer: null,
+      httpMethod: http.method,
+      identity: {
+        accessKey: userArn === null ? null : 'ASIAEXAMPLEKEY',
+        accountId: typeof userArn === 'string' ? (userArn.split(':')[4] ?? null) : null,
+        apiKey: null,
+        apiKeyId: null,
+        caller: userArn === null ? null : 'AROAEXAMPLEID:session',
+        clientCert: null,
+        cognitoAuthenticationProvider: null,
+        cognitoAuthenticationType: null,
+        cognitoIdentityId: null,
+        cognitoIdentityPoolId: null,
+        principalOrgId: null,
+        sourceIp: http.sourceIp,
+        user: userArn === null ? null : 'AROAEXAMPLEID:session',
+        userAgent: http.userAgent,
+        userArn,
+      },
+      path: `/${stage}${path}`,
+      protocol: http.protocol,
+      requestId,
+      requestTimeEpoch: event.requestContext.timeEpoch,
+      resourceId: 'abc123',
+      resourcePath: resource,
+      stage,
+    },
+    body: event.body ?? null,
+    isBase64Encoded: event.isBase64Encoded,
+  };
+}
+
+/** One of the handler's payload formats: how a 2.0 test event becomes that format's event for the same request, and API Gateway's answer there for a route it does not have. */
+export interface PayloadFormatCase {
+  readonly name: string;
+  readonly as: (event: APIGatewayProxyEventV2) => APIGatewayProxyEventV2 | APIGatewayProxyEvent;
+  readonly noRoute: { readonly status: number; readonly body: { readonly message: string } };
+}
+
+/** The HTTP API's payload 2.0 and the REST API's 1.0: what `describe.each` runs the contract's tests through. */
+export const PAYLOAD_FORMATS: readonly PayloadFormatCase[] = [
+  { name: 'HTTP API (payload 2.0)', as: (event) => event, noRoute: { status: 404, body: { message: 'Not Found' } } },
+  { name: 'REST API (payload 1.0)', as: restEventOf, noRoute: { status: 403, body: { message: 'Missing Authentication Token' } } },
+];
+
 /** A parsed client-secret request, for tests that drive the cache without the handler (no IdP is reached at this URL). */
 export const SECRET_REQUEST = {
   clientId: 'c',
@@ -75,6 +146,7 @@ export const SECRET_REQUEST = {
   authMethod: 'client_secret_post',
 } as const;
 
+/** Observability that keeps each request's record in memory instead of printing it. */
 export function recordingObservability(): Observability & { records: RequestRecord[] } {
   const records: RequestRecord[] = [];
   return { records, record: (entry) => records.push(entry) };

@@ -168,7 +168,12 @@ export const failureInvariants: readonly Invariant[] = [
           const tooLarge =
             facts.shared &&
             facts.callsFor(key.id).some((call) => call.instance !== asked.instance && call.sentAt <= asked.arrivedAt + facts.T && call.endedAt >= asked.arrivedAt && call.bytes > ITEM_LIMIT_BYTES);
-          if (deadHolder || tableFailedIt || tooLarge) continue;
+          // "Clocks": a token that cannot be kept, received elsewhere within the clocks' spread after this request arrived,
+          // is a fact that may take effect that much early here: this request may have judged itself later than it.
+          const clockedOut =
+            facts.shared &&
+            facts.tokensWithin(key.id, asked.arrivedAt, asked.arrivedAt + facts.spread).some((issued) => !issued.life.kept && issued.receiver !== asked.instance);
+          if (deadHolder || tableFailedIt || tooLarge || clockedOut) continue;
         }
         const off = [...facts.off(key, asked.arrivedAt)].join(' or ') || 'nothing known';
         flag(answer.answeredAt, `${describe(asked)} got ${answer.status} where off would have answered ${off}, and met no such failure`);

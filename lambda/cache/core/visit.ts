@@ -194,9 +194,18 @@ export interface Visit {
   readonly unpublished: Outcome | undefined;
   /** The visit has asked the IdP: once is all a request ever asks. */
   readonly asked: boolean;
-  /** When its latest read of the item, and the one before, started (this instance's clock): an outcome first seen in the latest was not there at the one before. */
+  /** When its latest read of the item started (this instance's clock). */
   readonly readAt: EpochMs;
-  readonly priorReadAt: EpochMs;
+  /** Each holder's claim as last read (its beat, and when that read started): a higher beat later is a renewal. */
+  readonly sightings: readonly Sighting[];
+  /** Holders seen renewing after this request arrived, and since when on this clock: their exchange still ran then. */
+  readonly ranAfter: readonly (readonly [holder: string, at: EpochMs])[];
+}
+
+interface Sighting {
+  readonly holder: string;
+  readonly beat: number;
+  readonly at: EpochMs;
 }
 
 export interface Step {
@@ -233,7 +242,8 @@ export function startVisit(ask: VisitAsk, settings: CacheSettings, hedgeMs: numb
     unpublished: undefined,
     asked: false,
     readAt: now.epoch,
-    priorReadAt: now.epoch,
+    sightings: [],
+    ranAfter: [],
   };
   if (now.mono >= ask.deadline) return answer({ ...visit, situation: { kind: 'done' } }, deadlineOutcome(visit, now), now);
   // The holds are read alongside only when memory would go to the IdP; a claim reads them later if it must.
@@ -319,12 +329,13 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
   if (activity?.kind === 'claim' && activity.claim.holder === visit.ask.holder) {
     return claimWritten(visit, activity.claim, runningOf(visit.situation), { kind: 'won' }, now);
   }
-  let watch = visit.watch;
+  const known = activity?.kind === 'claim' ? sighted(visit, activity.claim) : visit;
+  let watch = known.watch;
   let verdict: Verdict | undefined;
   if (activity?.kind === 'claim') {
     ({ watch, verdict } = judge(watch, activity.claim, read, visit.ask.holder, now.epoch, leftOf(visit, now), visit.settings));
   }
-  const decided = { ...visit, watch };
+  const decided = { ...known, watch };
   const busy = (verdict === 'alive' || verdict === 'mark') && !visit.oversize;
   // A refresh under way by a holder this request would take over, were it waiting, is still the one refresh: nobody waits on it.
   const refreshing = busy || verdict === 'dominated';
@@ -366,6 +377,16 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
   }
 }
 
+/** A claim read: a beat higher than the one this visit last read of its holder is a renewal, made since that read started. */
+function sighted(visit: Visit, claim: ClaimFacts): Visit {
+  const last = visit.sightings.find((one) => one.holder === claim.holder);
+  const sighting: Sighting = { holder: claim.holder, beat: claim.beat, at: visit.readAt };
+  const sightings = [...visit.sightings.filter((one) => one !== last), sighting].slice(-visit.settings.kept.lineage);
+  if (!last || claim.beat <= last.beat) return { ...visit, sightings };
+  const ranAfter = [...visit.ranAfter.filter(([holder]) => holder !== claim.holder), [claim.holder, last.at] as const].slice(-visit.settings.kept.lineage);
+  return { ...visit, sightings, ranAfter };
+}
+
 /**
  * Whether this request may outlast a timeout the table remembers: the exchange timed out after this
  * request arrived (it was one this request could have waited on), and this request's deadline ends
@@ -390,7 +411,6 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
   return {
     ...visit,
     readAt: epochMs(now.epoch - (now.mono - read.startedAt)),
-    priorReadAt: visit.readAt,
     rejection,
     confirmed: true,
     oversize: memo.oversizeUntil > now.epoch,
@@ -412,10 +432,13 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
     return failWith(visit, outcomeOf(visit, ended.outcome.failure, 'exchange', now), now);
   }
   const entry = sharedToken(ended.outcome, state as KeyItem, visit.ask.instance);
-  // This visit saw the claim while its exchange ran, so it came before the token did: even one that
-  // cannot be kept is its own, whatever two clocks say. A no-cache request takes only a recent one.
   if (!entry || (visit.ask.noCache && !answersNoCache(entry, visit.ask))) return undefined;
-  return answer(settled(visit), { kind: 'token', entry, from: 'table', runningAt: visit.priorReadAt }, now);
+  // A token that cannot be kept goes to those who came while its exchange ran: by this instance's own
+  // clock for its own token; for a copy, as dated, or when this visit saw its holder renew since.
+  const renewedAt = visit.ranAfter.find(([holder]) => holder === ended.holder)?.[1] ?? epochMs(-Infinity);
+  const runningAt = entry.copy ? epochMs(Math.max(entry.receivedAt, renewedAt)) : entry.receivedAt;
+  if (!keepable(entry.token) && runningAt < visit.ask.arrivedAt) return undefined;
+  return answer(settled(visit), { kind: 'token', entry, from: 'table', runningAt }, now);
 }
 
 /** The token an `answered` outcome gives its waiters: the item's kept one (as new or newer), its own, or none. */

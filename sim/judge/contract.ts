@@ -40,6 +40,11 @@ export const NO_CACHE_REACH_MS = 30_000;
 export const DEAD_HOLDER_DELAY_MS = 1000;
 /** Bursts: "its deadline ends more than a fifth of the deadline after theirs". */
 export const TAKE_OVER_SHARE = 1 / 5;
+/**
+ * The judge's reading: an instance knows another's deadline only from what that one last wrote ("whether a holder
+ * is alive never compares two clocks"), so the margin is owed, as an obligation, only beyond a twentieth more.
+ */
+export const TAKE_OVER_RESOLUTION_SHARE = 1 / 20;
 /** Bursts: "reach the IdP at most twice across the fleet". */
 export const BURST_CALLS_SHARED = 2;
 /** Bursts, with `memory` (the team's reading: the same promise per instance, where no race for a table exists): at most once. */

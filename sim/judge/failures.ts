@@ -9,6 +9,7 @@ import {
   PEPPER_SWITCH_MS,
   REJECTION_REMEMBERED_MS,
   STATUS_OF,
+  TAKE_OVER_RESOLUTION_SHARE,
   TAKE_OVER_SHARE,
 } from './contract';
 import { type Answered, describe, type Facts, type Issued, rememberedMs } from './facts';
@@ -40,7 +41,9 @@ function metFailure(facts: Facts, { asked, answer, key }: Answered, outcome: Idp
       const waited = facts.shared || call.sentAt <= asked.arrivedAt;
       const leader = facts.requests.get(call.request);
       const takesOver =
-        outcome === 'timeout' && leader !== undefined && facts.deadline(asked) > facts.deadline(leader) + facts.T * TAKE_OVER_SHARE;
+        outcome === 'timeout' &&
+        leader !== undefined &&
+        facts.deadline(asked) > facts.deadline(leader) + facts.T * (TAKE_OVER_SHARE + TAKE_OVER_RESOLUTION_SHARE);
       return waited && !takesOver;
     }
     const kept = rememberedMs(call, facts.T);
@@ -126,7 +129,10 @@ export const failureInvariants: readonly Invariant[] = [
         const { instance } = asked;
         const at = answer.answeredAt;
         // With `shared`, an instance whose table or pepper failed it cannot rule out a 401 elsewhere, which a stale answer might outlive.
-        if (facts.shared && facts.troubled(instance, asked.arrivedAt, at)) continue;
+        // A request that joined a fetch already under way ("Bursts": it shares its outcome) shares that fetch's trouble too.
+        const joinedFrom = asked.arrivedAt - facts.T;
+        if (facts.shared && (facts.troubled(instance, asked.arrivedAt, at) || facts.tableFault(instance, joinedFrom, at, key.id) || facts.pepperFault(instance, joinedFrom, at)))
+          continue;
         const usable = facts.tokensAlive(key.id, at).find((issued) => {
           const limit = facts.servingLimitMs(issued, instance);
           // "its token replaces the kept one": a newer kept token the instance may have learnt of is the one it keeps, and is judged itself.

@@ -29,7 +29,14 @@ export interface KeyMemo {
  * of its own when it cannot be kept, or none when it was too large to share), or a failure.
  */
 export type SharedOutcome =
-  | { readonly kind: 'answered'; readonly receivedAt: EpochMs; readonly until: EpochMs; readonly token: StoredToken | 'kept' | 'unshared' }
+  | {
+      readonly kind: 'answered';
+      readonly receivedAt: EpochMs;
+      readonly until: EpochMs;
+      /** When its holder answers its own caller at the latest (its clock): a waiter that finds it by then came before the fleet could know. */
+      readonly answerBy: EpochMs;
+      readonly token: StoredToken | 'kept' | 'unshared';
+    }
   | { readonly kind: 'failure'; readonly failure: Remembered };
 
 /** The outcome of one exchange (or of the exchange it took over), kept in the item while it is of use. */

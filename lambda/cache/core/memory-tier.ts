@@ -112,8 +112,8 @@ export class MemoryTier {
       if (keepable(outcome.entry.token)) this.keep(slot, [outcome.entry]);
     } else if (outcome.cause !== 'deadline') {
       const { failure } = outcome;
-      // A rejection met without the table's word is dated here and now.
-      const unknown: Rejection = failure.code === 'unauthorized' ? { at: now, own: true } : NO_REJECTION;
+      // A rejection met without the table's word is dated when this instance met it.
+      const unknown: Rejection = failure.code === 'unauthorized' ? { at: outcome.metAt, own: true } : NO_REJECTION;
       slot.rejection = laterRejection(slot.rejection, outcome.rejection === 'unknown' ? unknown : outcome.rejection);
       this.keep(slot, outcome.kept ? [outcome.kept] : []);
       // A hold this request's own exchange earned covers whom its scope says; one seen elsewhere, this key alone.

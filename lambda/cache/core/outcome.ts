@@ -29,6 +29,8 @@ export type Outcome =
       readonly scope: HoldScope;
       /** `exchange`: the exchange this fetch ran or waited for; `failure`, `hold`: remembered; `deadline`: the request's own deadline cut it short. */
       readonly cause: 'exchange' | 'failure' | 'hold' | 'deadline';
+      /** When it was met: a request whose own exchange met a 429 tells the IdP's `retry-after` as of then, the others the seconds left. */
+      readonly metAt: EpochMs;
     };
 
 export type FailureOutcome = Extract<Outcome, { kind: 'failure' }>;

@@ -190,11 +190,13 @@ export function answerFailure(
   rejection: Rejection,
   freshness: Freshness,
   now: EpochMs,
+  metAt: EpochMs,
 ): FailureAnswer {
   if (kept && !freshness.noCache && served(kept, now)) {
     const phase = phaseOf(kept, now);
     if (phase === 'fresh' || phase === 'refresh') return { served: 'hit', entry: kept };
     if (SERVED_STALE.includes(failure.code) && outlivesRejection(kept, rejection)) return { served: 'stale', entry: kept };
   }
-  return { served: 'error', error: upstreamFailure(failure.code, Math.ceil((failure.until - now) / 1000)) };
+  // A 429 this request met itself tells the IdP's seconds; one it was told of, the seconds left.
+  return { served: 'error', error: upstreamFailure(failure.code, Math.ceil((failure.until - Math.min(now, metAt)) / 1000)) };
 }

@@ -194,10 +194,15 @@ export interface Visit {
   readonly unpublished: Outcome | undefined;
   /** The visit has asked the IdP: once is all a request ever asks. */
   readonly asked: boolean;
-  /** When its latest read of the item started (this instance's clock). */
+  /** When its latest read of the item, and the one before, started (this instance's clock). */
   readonly readAt: EpochMs;
+  readonly priorReadAt: EpochMs;
+  /** Holders whose outcome the latest read shows and the one before did not: published in between. */
+  readonly appeared: readonly string[];
   /** Each holder's claim as last read (its beat, and when that read started): a higher beat later is a renewal. */
   readonly sightings: readonly Sighting[];
+  /** Holders whose timeout this visit outlasts: it came while this request waited, with time left for its own exchange. */
+  readonly outlasts: readonly string[];
   /** Holders seen renewing after this request arrived, and since when on this clock: their exchange still ran then. */
   readonly ranAfter: readonly (readonly [holder: string, at: EpochMs])[];
 }
@@ -242,8 +247,11 @@ export function startVisit(ask: VisitAsk, settings: CacheSettings, hedgeMs: numb
     unpublished: undefined,
     asked: false,
     readAt: now.epoch,
+    priorReadAt: now.epoch,
+    appeared: [],
     sightings: [],
     ranAfter: [],
+    outlasts: [],
   };
   if (now.mono >= ask.deadline) return answer({ ...visit, situation: { kind: 'done' } }, deadlineOutcome(visit, now), now);
   // The holds are read alongside only when memory would go to the IdP; a claim reads them later if it must.
@@ -388,13 +396,17 @@ function sighted(visit: Visit, claim: ClaimFacts): Visit {
 }
 
 /**
- * Whether this request may outlast a timeout the table remembers: the exchange timed out after this
- * request arrived (it was one this request could have waited on), and this request's deadline ends
- * more than the take-over margin after that one's (Bursts).
+ * Whether this request may outlast a timeout the table remembers (Bursts): the exchange timed out
+ * after this request arrived — it appeared since this visit's previous look at the item, or, at its
+ * first, is dated after its arrival — and more than the take-over margin of this request's deadline is
+ * left now, when that exchange's deadline has passed: its own exchange could still answer in time.
  */
-function outlasted(visit: Visit, failure: Remembered): boolean {
-  const at = happenedAt(failure);
-  return failure.code === 'upstream_timeout' && at > visit.ask.arrivedAt && visit.ask.arrivedAt + visit.settings.upstreamTimeoutMs > at + visit.settings.dominanceMs;
+function outlasted(visit: Visit, ended: Ended, now: Now): boolean {
+  if (ended.outcome.kind !== 'failure' || ended.outcome.failure.code !== 'upstream_timeout') return false;
+  if (visit.outlasts.includes(ended.holder)) return true;
+  const before = visit.mirror?.ended;
+  const since = before ? !before.some((one) => one.holder === ended.holder) : happenedAt(ended.outcome.failure) > visit.ask.arrivedAt;
+  return since && visit.ask.deadline - now.mono > visit.settings.dominanceMs;
 }
 
 /** What a read teaches: the item's rejection, kept token and remembered failure, merged with what the visit knew. */
@@ -406,15 +418,20 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
       entry !== undefined && entry.receivedAt <= now.epoch + CLOCK_TOLERANCE_MS && keepable(entry.token) && proves(entry, rejection, now.epoch),
   );
   // The last failure is the key's remembered one; a hold on the key stands beside it, never shortened by a later failure.
-  const failures = (read.state?.ended ?? []).flatMap((ended) => (ended.outcome.kind === 'failure' ? [ended.outcome.failure] : []));
-  const failure = failures.filter((one) => !isHold(one) && !outlasted(visit, one)).at(-1);
+  const ended = read.state?.ended ?? [];
+  const outlasts = ended.filter((one) => outlasted(visit, one, now)).map((one) => one.holder);
+  const failures = ended.flatMap((one) => (one.outcome.kind === 'failure' && !outlasts.includes(one.holder) ? [one.outcome.failure] : []));
+  const failure = failures.filter((one) => !isHold(one)).at(-1);
   return {
     ...visit,
     readAt: epochMs(now.epoch - (now.mono - read.startedAt)),
+    priorReadAt: visit.readAt,
+    appeared: visit.mirror ? ended.filter((one) => !visit.mirror?.ended.some((old) => old.holder === one.holder)).map((one) => one.holder) : [],
     rejection,
     confirmed: true,
     oversize: memo.oversizeUntil > now.epoch,
     seen: candidates.reduce<Entry | undefined>(newest, undefined),
+    outlasts: [...visit.outlasts.filter((holder) => !outlasts.includes(holder)), ...outlasts].slice(-visit.settings.kept.ended),
     tableFailure: fromFleet(failure, now.epoch),
     tableHold: failures.filter(isHold).map((hold) => fromFleet(hold, now.epoch)).reduce(longer, undefined),
     mirror: read.state,
@@ -427,8 +444,9 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
   const ended = [...(state?.ended ?? [])].reverse().find((outcome) => waitedFor(visit.watch, outcome.holder, outcome.lineage));
   if (!ended) return undefined;
   if (ended.outcome.kind === 'failure') {
-    // A failure whose time is over is news of an exchange that ended before this request could share it.
-    if (ended.outcome.failure.until <= now.epoch) return undefined;
+    // A failure whose time is over is news of an exchange that ended before this request could share it;
+    // a timeout it outlasts is that exchange's deadline, not this request's.
+    if (ended.outcome.failure.until <= now.epoch || visit.outlasts.includes(ended.holder)) return undefined;
     return failWith(visit, outcomeOf(visit, ended.outcome.failure, 'exchange', now), now);
   }
   const entry = sharedToken(ended.outcome, state as KeyItem, visit.ask.instance);
@@ -436,7 +454,9 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
   // A token that cannot be kept goes to those who came while its exchange ran: by this instance's own
   // clock for its own token; for a copy, as dated, or when this visit saw its holder renew since.
   const renewedAt = visit.ranAfter.find(([holder]) => holder === ended.holder)?.[1] ?? epochMs(-Infinity);
-  const runningAt = entry.copy ? epochMs(Math.max(entry.receivedAt, renewedAt)) : entry.receivedAt;
+  // Published since the read before, and found before its holder answered: those who came by then were first.
+  const foundEarly = ended.outcome.kind === 'answered' && visit.appeared.includes(ended.holder) && now.epoch <= ended.outcome.answerBy;
+  const runningAt = entry.copy ? epochMs(Math.max(entry.receivedAt, renewedAt, foundEarly ? visit.priorReadAt : -Infinity)) : entry.receivedAt;
   if (!keepable(entry.token) && runningAt < visit.ask.arrivedAt) return undefined;
   return answer(settled(visit), { kind: 'token', entry, from: 'table', runningAt }, now);
 }
@@ -684,9 +704,12 @@ function exchanged(visit: Visit, result: ExchangeResult, now: Now): Step {
     const rejection: Rejection = { at: now.epoch, own: true };
     known = { ...visit, rejection, seen: visit.seen && receivedSince(visit.seen, rejection) ? visit.seen : undefined };
   }
+  // Its caller answered, the instance may have been frozen when the IdP answered: the token is dated
+  // when it was asked for, so that no answer overstates its life.
+  const sentAt = epochMs(now.epoch - (now.mono - running.since));
   const outcome: Outcome =
     'token' in result
-      ? tokenOutcome(result.token, 'idp')
+      ? tokenOutcome(visit.answered ? { ...result.token, receivedAt: sentAt } : result.token, 'idp')
       : outcomeOf(known, result.failure, cutShort(result.failure, budgetMs, visit.settings.upstreamTimeoutMs) ? 'deadline' : 'exchange', now);
   const met: VisitAction = { kind: 'met', outcome };
   const { situation } = known;
@@ -741,7 +764,8 @@ function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefin
       memo = { ...memo, oversizeUntil: epochMs(Math.max(memo.oversizeUntil, now.epoch + visit.settings.oversizeKnownMs)) };
     }
     const until = epochMs(now.epoch + visit.settings.upstreamTimeoutMs);
-    ownEnded.push({ holder: visit.ask.holder, lineage, outcome: { kind: 'answered', receivedAt: entry.receivedAt, until, token } });
+    const answerBy = epochMs(now.epoch + Math.min(visit.ask.deadline, now.mono + visit.hedgeMs) - now.mono);
+    ownEnded.push({ holder: visit.ask.holder, lineage, outcome: { kind: 'answered', receivedAt: entry.receivedAt, until, answerBy, token } });
   } else if (outcome.kind === 'failure' && outcome.cause !== 'deadline' && (recorded ?? outcome.failure).until > now.epoch) {
     // A failure whose time is over by now (its news came late) has nothing left to tell.
     ownEnded.push({ holder: visit.ask.holder, lineage, outcome: { kind: 'failure', failure: recorded ?? outcome.failure } });
@@ -752,17 +776,25 @@ function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefin
 }
 
 function publishWritten(visit: Visit, publishing: Extract<Situation, { kind: 'publishing' }>, result: WriteResult, now: Now): Step {
-  const retry = (state: KeyItem, from: Visit): Step => {
-    const sent = write({ ...from, situation: { ...publishing, state, retries: publishing.retries + 1 } }, 'publish', state);
+  const retry = (state: KeyItem, from: Visit, claim: ClaimFacts | undefined, retries: number): Step => {
+    const sent = write({ ...from, situation: { ...publishing, state, claim, retries } }, 'publish', state);
     return { visit: sent.visit, actions: [sent.action] };
   };
   if (result.kind === 'won') return landed(visit, 'key', now);
-  if (publishing.retries < visit.settings.maxRewrites) {
+  // Waiters' new marks on the claim it wrote over (its own, or the one that took over) refused it: those do not count
+  // against the bound (a waiter marks a claim once).
+  const found = result.kind === 'lost' && result.read?.state?.activity.kind === 'claim' ? result.read.state.activity.claim : undefined;
+  const { claim } = publishing;
+  const over = visit.mirror?.activity.kind === 'claim' ? visit.mirror.activity.claim : claim;
+  const marks = over !== undefined && found?.holder === over.holder && found.echoes.some((echo) => !over.echoes.includes(echo));
+  const retries = marks ? publishing.retries : publishing.retries + 1;
+  if (retries <= visit.settings.maxRewrites) {
     // Written again: over either revision when no answer came, or over what refused it, merged anew.
-    if (result.kind === 'failed') return retry(publishing.state, visit);
+    if (result.kind === 'failed') return retry(publishing.state, visit, claim, retries);
     if (result.read) {
       const learnt = learn(visit, result.read, now);
-      return retry(publication(learnt, publishing.outcome, publishing.claim, now, publishing.recorded), learnt);
+      const merged = marks && claim && found?.holder === claim.holder ? { ...claim, echoes: echoesOf(claim, found, visit.settings) } : claim;
+      return retry(publication(learnt, publishing.outcome, merged, now, publishing.recorded), learnt, merged, retries);
     }
   }
   return landed(visit, 'key', now);
@@ -859,14 +891,14 @@ function answer(visit: Visit, outcome: Outcome, now: Now): Step {
 function withLongestHold(visit: Visit, outcome: Outcome, now: Now): Outcome {
   if (outcome.kind !== 'failure' || !isHold(outcome.failure)) return outcome;
   const longest = [outcome.failure, visit.tableHold, heldNow(visit, now)?.honoured].reduce(longer, undefined) as Remembered;
-  return longest === outcome.failure ? outcome : { ...outcome, failure: longest };
+  return longest === outcome.failure ? outcome : { ...outcome, failure: longest, metAt: now.epoch };
 }
 
 /** A failure as this visit answers it: with the newest token that may stand in, and whom a hold covers. */
 function outcomeOf(visit: Visit, failure: Remembered, cause: FailureOutcome['cause'], now: Now): FailureOutcome {
   const scope = holdScope(visit.ask.vouched, visit.seen, visit.rejection, now.epoch);
   const kept = visit.seen && served(visit.seen, now.epoch) ? visit.seen : undefined;
-  return { kind: 'failure', failure, kept, rejection: visit.confirmed ? visit.rejection : 'unknown', scope, cause };
+  return { kind: 'failure', failure, kept, rejection: visit.confirmed ? visit.rejection : 'unknown', scope, cause, metAt: now.epoch };
 }
 
 function deadlineOutcome(visit: Visit, now: Now): FailureOutcome {

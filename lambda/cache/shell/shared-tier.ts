@@ -2,7 +2,7 @@ import type { Clock, Deadline, EpochMs, MonoMs } from '../../clock';
 import type { Entry } from '../core/lifetime';
 import type { ItemState } from '../core/item';
 import { type Outcome, tokenOutcome } from '../core/outcome';
-import { decide, type Freshness, fromFleet, type KeyView, longer, type Rejection, type Remembered } from '../core/rules';
+import { decide, type Freshness, fromFleet, holdScope, type KeyView, longer, type Rejection, type Remembered } from '../core/rules';
 import { type CacheSettings, hedgeFor } from '../core/settings';
 import { type Expected, type KeyRead, type Now, startVisit, type Step, step, type Visit, type VisitAction, type VisitEvent, visitOver, wakeAt, type WriteResult } from '../core/visit';
 import type { CacheReport } from '../report';
@@ -199,17 +199,18 @@ export class SharedTier {
   private async withoutTable(ask: SharedAsk): Promise<Outcome> {
     const { runtime, settings } = this.parts;
     const plan = decide(ask.memory, ask, runtime.epoch());
-    const scope = ask.vouched ? 'client' : 'key';
+    const scope = holdScope(ask.vouched, ask.memory.entry, ask.rejection, runtime.epoch());
     if (plan.act === 'answer') return tokenOutcome(plan.entry, 'memory');
-    if (plan.act === 'fail') return { kind: 'failure', failure: plan.failure, kept: undefined, rejection: 'unknown', scope, cause: plan.cause };
+    const metAt = runtime.epoch();
+    if (plan.act === 'fail') return { kind: 'failure', failure: plan.failure, kept: undefined, rejection: 'unknown', scope, cause: plan.cause, metAt };
     const held = ask.heldNow();
-    if (held) return { kind: 'failure', failure: held, kept: undefined, rejection: 'unknown', scope, cause: 'hold' };
+    if (held) return { kind: 'failure', failure: held, kept: undefined, rejection: 'unknown', scope, cause: 'hold', metAt };
     if (plan.act === 'exchange' && plan.refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
     const result = await exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline);
     if ('token' in result) return tokenOutcome(result.token, 'idp');
     const cut = result.failure.code === 'upstream_timeout' && budgetMs < settings.upstreamTimeoutMs - settings.upstreamTimeoutMs / 25;
-    return { kind: 'failure', failure: result.failure, kept: undefined, rejection: 'unknown', scope, cause: cut ? 'deadline' : 'exchange' };
+    return { kind: 'failure', failure: result.failure, kept: undefined, rejection: 'unknown', scope, cause: cut ? 'deadline' : 'exchange', metAt: runtime.epoch() };
   }
 
   /** The longest hold on some hold items (a request no cache may answer reads them: `private_key_jwt`), as far as the table tells within the hedge. */

@@ -106,7 +106,7 @@ export class TokenCache {
           return this.answer(await this.start(key, slot, false, ask, request), ask, slot);
         }
         const [kept, rejection] = [found?.kept, found?.rejection ?? NO_REJECTION];
-        return this.answer({ kind: 'failure', failure: plan.failure, kept, rejection, scope: 'key', cause: plan.cause }, ask, found);
+        return this.answer({ kind: 'failure', failure: plan.failure, kept, rejection, scope: 'key', cause: plan.cause, metAt: now }, ask, found);
       }
       case 'wait': {
         const slot = found as Slot;
@@ -116,8 +116,10 @@ export class TokenCache {
         // A fetch started by a request with more time left is waited on no longer than this one's own deadline.
         const outcome = await ask.deadline.race(pending.outcome).catch(() => this.cutShort(slot));
         if (this.again(outcome, ask)) return this.resolve(ask);
-        // A request that joins a fetch under way gets its outcome as a hit: it cost the IdP nothing.
-        return this.answer(outcome.kind === 'token' && outcome.from === 'idp' ? { ...outcome, from: 'memory' } : outcome, ask, slot);
+        // A request that joins a fetch under way gets its outcome as a hit (it cost the IdP nothing), a hold as the seconds left.
+        const shared: Outcome =
+          outcome.kind === 'token' ? (outcome.from === 'idp' ? { ...outcome, from: 'memory' } : outcome) : { ...outcome, metAt: this.runtime.epoch() };
+        return this.answer(shared, ask, slot);
       }
       case 'exchange': {
         const slot = found ?? this.memory.slot(key);
@@ -126,10 +128,10 @@ export class TokenCache {
     }
   }
 
-  /** The outcome of a request whose deadline passed while it waited: a timeout of its own, which nobody remembers. */
+  /** The outcome of a request whose deadline passed while it waited: a timeout of its own, which nobody remembers; what memory keeps may stand in. */
   private cutShort(slot: Slot): Outcome {
     const now = this.runtime.epoch();
-    return { kind: 'failure', failure: { code: 'upstream_timeout', until: now }, kept: slot.kept, rejection: 'unknown', scope: 'key', cause: 'deadline' };
+    return { kind: 'failure', failure: { code: 'upstream_timeout', until: now }, kept: slot.kept, rejection: slot.rejection, scope: 'key', cause: 'deadline', metAt: now };
   }
 
   private lookDue(slot: Slot, now: EpochMs): boolean {
@@ -215,6 +217,7 @@ export class TokenCache {
       rejection,
       scope: holdScope(vouchedFor, slot.kept, slot.rejection, now),
       cause: cutShort(failure, budgetMs, this.settings.upstreamTimeoutMs) ? 'deadline' : 'exchange',
+      metAt: now,
     };
   }
 
@@ -228,7 +231,7 @@ export class TokenCache {
     if (outcome.cause === 'failure' || outcome.cause === 'hold') ask.report.remembered = outcome.cause;
     const rejection = laterRejection(outcome.rejection === 'unknown' ? UNKNOWN_REJECTION : outcome.rejection, slot?.rejection ?? UNKNOWN_REJECTION);
     const kept = newest(outcome.kept, slot?.kept);
-    const answer = answerFailure(outcome.failure, kept, rejection, ask, now);
+    const answer = answerFailure(outcome.failure, kept, rejection, ask, now, outcome.metAt);
     if (answer.served === 'error') {
       ask.report.tier = 'miss';
       throw answer.error;

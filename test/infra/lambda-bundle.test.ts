@@ -102,6 +102,9 @@ describe('the function bundle NodejsFunction builds', () => {
       TOKEN_CACHE_TABLE: 'token-cache',
       TOKEN_CACHE_PEPPER_SECRET: 'pepper',
       AWS_REGION: 'us-east-1',
+      // The start refuses the shared cache without credentials; these reach nothing (the endpoint is port 9).
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
     };
     const { stdout } = await run(process.execPath, ['-e', driver], {
       env: { PATH: process.env.PATH, ...shared, AWS_ENDPOINT_URL: 'http://127.0.0.1:9' },

@@ -26,6 +26,10 @@ const DEADLINE_MS = 5000;
 const [TABLE, PEPPER_SECRET] = ['faults', 'faults-pepper'];
 const HELP = `npm run faults [-- --k N] [--span SECONDS] [--only TEXT,...] [--answers FILE]
 
+The token cache under trouble: three fleets of K processes, each running the deployed bundle as a Lambda instance
+(TOKEN_CACHE=shared, TOKEN_CACHE=memory and TOKEN_CACHE=off), side by side against one scripted IdP and one dynalite
+that the rows make slow or hang, all on 127.0.0.1.
+
   --k N           function instances (one process each) in each mode's fleet (default 8)
   --span SECONDS  how long callers keep coming in each row (default 10); the IdP outage (60 s) and hold (18 s) rows
                   keep their own timelines, and the write-back row records for 6 s before it

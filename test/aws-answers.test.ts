@@ -6,7 +6,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { DYNAMODB } from '../lambda/aws/endpoints';
 import { awsJsonClient } from '../lambda/aws/json-client';
-import { DynamoDbTable } from '../lambda/cache/table-calls';
+import { DynamoDbTable } from '../lambda/cache/shell/table-calls';
+import { Deadline, systemClock } from '../lambda/clock';
 import { signPost } from '../lambda/aws/sigv4';
 import { SignatureV4 } from '@smithy/signature-v4';
 import fc from 'fast-check';
@@ -16,6 +17,7 @@ let server: Server;
 let answer: (request: IncomingMessage, response: ServerResponse) => void;
 const seen: { headers: IncomingMessage['headers']; body: string }[] = [];
 let endpoint: string;
+const clock = systemClock();
 beforeAll(async () => {
   server = createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -45,7 +47,7 @@ describe('answers', () => {
       r
         .writeHead(200, { 'content-type': 'application/x-amz-json-1.0' })
         .end('{"__proto__":{"polluted":1},"Item":{"__proto__":{"rev":{"S":"x"}},"pk":{"S":"k"}}}');
-    const table = new DynamoDbTable(awsJsonClient(DYNAMODB, env(), Date.now), 'review', 2000);
+    const table = new DynamoDbTable(awsJsonClient(DYNAMODB, env(), clock), 'review', 2000, clock);
     const item = await table.calls({}).get('k');
     expect(item).toEqual({ rev: undefined, expiresSeconds: undefined, sealed: undefined });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -66,8 +68,8 @@ describe('answers', () => {
       more();
     };
     const before = process.memoryUsage().rss;
-    const outcome = await awsJsonClient(DYNAMODB, env(), Date.now)
-      .call('GetItem', {}, AbortSignal.timeout(5000))
+    const outcome = await awsJsonClient(DYNAMODB, env(), clock)
+      .call('GetItem', {}, Deadline.after(clock, 5000))
       .then(
         () => 'ok',
         (e: Error) => e.name,
@@ -83,8 +85,8 @@ describe('answers', () => {
         .end(
           '{"__type":"x#AccessDeniedException","message":"User arn:aws:sts::1:assumed-role/r/s is not authorized on key arn:aws:kms:eu-west-1:1:key/abc"}',
         );
-    const error = await awsJsonClient(DYNAMODB, env(), Date.now)
-      .call('GetItem', {}, AbortSignal.timeout(2000))
+    const error = await awsJsonClient(DYNAMODB, env(), clock)
+      .call('GetItem', {}, Deadline.after(clock, 2000))
       .catch((e: Error) => e);
     expect([error.name, error.message]).toEqual(['AccessDeniedException', 'AccessDeniedException']);
   });
@@ -93,10 +95,10 @@ describe('answers', () => {
     answer = (_q, r) => r.writeHead(200).end('{}');
     seen.length = 0;
     const hostile = 'k\r\nx-injected: 1\u2028"}{';
-    await awsJsonClient(DYNAMODB, env(), Date.now).call(
+    await awsJsonClient(DYNAMODB, env(), clock).call(
       'GetItem',
       { TableName: hostile, Key: { pk: { S: hostile } } },
-      AbortSignal.timeout(2000),
+      Deadline.after(clock, 2000),
     );
     expect(seen[0]?.headers['x-injected']).toBeUndefined();
     expect(JSON.parse(seen[0]?.body ?? '')).toEqual({ TableName: hostile, Key: { pk: { S: hostile } } });

@@ -6,6 +6,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DYNAMODB } from '../lambda/aws/endpoints';
 import { awsJsonClient } from '../lambda/aws/json-client';
+import { Deadline, systemClock } from '../lambda/clock';
 import { loadConfig, loadConfigAtStart } from '../lambda/config';
 import { localAwsEnvironment, type LocalDynamoDb, startLocalDynamoDb } from '../local/dynamodb-local';
 
@@ -15,6 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => db.close());
 
+const clock = systemClock();
 const getItem = { TableName: 'review-settings', Key: { pk: { S: 'x' } } };
 const SHARED = { TOKEN_CACHE: 'shared', TOKEN_CACHE_TABLE: 'token-cache', TOKEN_CACHE_PEPPER_SECRET: 'pepper' };
 const outcomeOf = (call: Promise<unknown>) =>
@@ -42,7 +44,7 @@ describe('G4: credentials come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_
     };
 
     // Act
-    const outcome = await outcomeOf(awsJsonClient(DYNAMODB, containerEnv, Date.now).call('GetItem', getItem, AbortSignal.timeout(2000)));
+    const outcome = await outcomeOf(awsJsonClient(DYNAMODB, containerEnv, clock).call('GetItem', getItem, Deadline.after(clock, 2000)));
     provider.close();
 
     // Assess
@@ -63,7 +65,7 @@ describe('G5: an SDK endpoint setting the client does not support fails the star
     const env = { ...localAwsEnvironment({}), AWS_USE_DUALSTACK_ENDPOINT: 'true' };
 
     // Act
-    const outcome = await outcomeOf(awsJsonClient(DYNAMODB, env, Date.now).call('GetItem', getItem, AbortSignal.timeout(2000)));
+    const outcome = await outcomeOf(awsJsonClient(DYNAMODB, env, clock).call('GetItem', getItem, Deadline.after(clock, 2000)));
 
     // Assess
     expect(outcome).toBe('EndpointSettingError');

@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { lambdaBuildOptions } from '../../infra/bundling';
+import { CONFIG_DEFAULTS } from '../../lambda/config';
 import { localAwsEnvironment, startLocalDynamoDb } from '../../local/dynamodb-local';
 import { startLocalSecretsManager } from '../../local/secrets-manager-local';
 import { startTokenServer, type TokenServer } from '../support/token-server';
@@ -51,11 +52,14 @@ const BUNDLE_BUDGET_BYTES = 250 * 1024;
 
 /**
  * Loads a bundle in a fresh Node.js process with `DEBUG=*` (and `env`), as the Lambda runtime would with
- * those variables set, and sends one token request to the local token server through its handler.
+ * those variables set, and sends one token request to the local token server through its handler. The
+ * process lives on `lingerMs` after the answer, as an instance does: work the answer did not wait for
+ * (a table write slower than the hedge) ends within the request's deadline.
  */
 async function exchangeThroughBundle(
   bundle: string,
   env: Record<string, string> = {},
+  lingerMs = 0,
 ): Promise<{ output: string; statusCode: number; cache?: string }> {
   const event = {
     version: '2.0',
@@ -68,7 +72,8 @@ async function exchangeThroughBundle(
     body: JSON.stringify({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, access_token_url: `${server.origin}/token` }),
   };
   const driver = `require(${JSON.stringify(bundle)}).handler(${JSON.stringify(event)}, { awsRequestId: 'bundle-test' })
-    .then((result) => { process.stdout.write('\\nSTATUS ' + result.statusCode + ' ' + result.headers['x-token-cache'] + '\\n'); process.exit(0); });`;
+    .then((result) => { process.stdout.write('\\nSTATUS ' + result.statusCode + ' ' + result.headers['x-token-cache'] + '\\n');
+      setTimeout(() => process.exit(0), ${lingerMs}); });`;
   const { stdout, stderr } = await run(process.execPath, ['-e', driver], {
     env: { PATH: process.env.PATH, DEBUG: '*', LOG_LEVEL: 'DEBUG', TOKEN_URL_ALLOWLIST: server.origin, ...env },
     timeout: 20_000,
@@ -102,6 +107,9 @@ describe('the function bundle NodejsFunction builds', () => {
       TOKEN_CACHE_TABLE: 'token-cache',
       TOKEN_CACHE_PEPPER_SECRET: 'pepper',
       AWS_REGION: 'us-east-1',
+      // The start refuses the shared cache without credentials; these reach nothing (the endpoint is port 9).
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
     };
     const { stdout } = await run(process.execPath, ['-e', driver], {
       env: { PATH: process.env.PATH, ...shared, AWS_ENDPOINT_URL: 'http://127.0.0.1:9' },
@@ -125,7 +133,7 @@ describe('the function bundle NodejsFunction builds', () => {
     const before = server.received.length;
 
     // Act: two instances, one after the other, each a fresh process
-    const first = await exchangeThroughBundle(path.join(assetDir, 'index.js'), env);
+    const first = await exchangeThroughBundle(path.join(assetDir, 'index.js'), env, CONFIG_DEFAULTS.upstreamTimeoutMs);
     const second = await exchangeThroughBundle(path.join(assetDir, 'index.js'), env);
     await Promise.all([table.close(), secrets.close()]);
 

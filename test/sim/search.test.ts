@@ -12,7 +12,7 @@ describe('the simulator', () => {
     let answered = 0;
     for (let seed = 1; seed <= SEEDS && broken.length === 0; seed++) {
       const result = await simulate(seed, REQUESTS);
-      answered += result.answered;
+      answered += result.record.answers.length;
       for (const violation of result.violations)
         broken.push(`seed ${seed}: ${violation.rule}: ${violation.detail} (replay: npm run sim -- --seed ${seed} --requests ${REQUESTS})`);
     }

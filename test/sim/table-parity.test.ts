@@ -1,10 +1,10 @@
 import { DYNAMODB } from '../../lambda/aws/endpoints';
 import { awsJsonClient } from '../../lambda/aws/json-client';
-import { sealState } from '../../lambda/cache/item-state';
-import type { Expected } from '../../lambda/cache/protocol';
-import { requestItemKeys } from '../../lambda/cache/sealed-item';
-import { DynamoDbTable, FAILED, type StoredItem, type TableCalls, type Written } from '../../lambda/cache/table-calls';
-import { epochMs } from '../../lambda/cache/time';
+import { cacheSettings } from '../../lambda/cache/core/settings';
+import type { Expected } from '../../lambda/cache/core/visit';
+import { requestItemKeys, sealState } from '../../lambda/cache/shell/sealed-item';
+import { DynamoDbTable, FAILED, type StoredItem, type TableCalls, type Written } from '../../lambda/cache/shell/table-calls';
+import { epochMs, systemClock } from '../../lambda/clock';
 import { type Attribute, type RawItem, SimTable } from '../../sim/table';
 import { type Owner, World } from '../../sim/world';
 import { type SharedTable, startSharedTable } from '../support/shared-table';
@@ -41,6 +41,8 @@ function simulated(): Side {
     () => 0.5,
     () => ({ kind: 'normal', minMs: 2, maxMs: 2 }),
     1000,
+    0,
+    (pk) => pk,
   );
   const raw = table.for(owner).calls({});
   // Each call runs the world until it has answered.
@@ -66,8 +68,9 @@ function real(): Side {
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',
   };
+  const clock = systemClock();
   return {
-    calls: new DynamoDbTable(awsJsonClient(DYNAMODB, env, Date.now), dynalite.tableName, 2000).calls({}),
+    calls: new DynamoDbTable(awsJsonClient(DYNAMODB, env, clock), dynalite.tableName, 2000, clock).calls({}),
     write: (_pk, item) => dynalite.put(item as never),
     close: () => undefined,
   };
@@ -90,7 +93,11 @@ function shape(answer: StoredItem | undefined | Written | typeof FAILED): unknow
 
 type Step = (side: Side, pk: string) => Promise<unknown>;
 const keys = requestItemKeys(Buffer.alloc(32, 1), 'parity-secret', 'parity');
-const sealed = sealState(keys, { kind: 'hold', hold: { code: 'upstream_throttled', until: epochMs(1_900_000_000_000) } });
+const sealed = sealState(
+  keys,
+  { kind: 'hold', hold: { code: 'upstream_throttled', until: epochMs(1_900_000_000_000) } },
+  cacheSettings(10_000).rejectionFloorMs,
+);
 const put =
   (expected: Expected, rev: string): Step =>
   async (side, pk) =>

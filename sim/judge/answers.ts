@@ -1,5 +1,6 @@
 import { COPY_SAYS_LESS_MS, ERROR_CODES, EXPIRY_GUARD_MS, HOLD_MAX_S, HOLD_MIN_S, ROUNDING_S, SECOND_MS } from './contract';
-import { describe, type Issued, secondsOf } from './facts';
+import { describe, type Issued } from './facts';
+import { secondsOf } from './life';
 import { type Invariant, invariant } from './invariant';
 
 // What each answer must be on its own: in time, in the error table's shape, with a token the IdP issued
@@ -17,10 +18,13 @@ function lowered(value: unknown, seconds: number): unknown {
   return value;
 }
 
+/** Equal as JSON values compare: NaN (which a record may carry through) equals itself. */
+const same = (a: unknown, b: unknown): boolean => a === b || (Number.isNaN(a) && Number.isNaN(b));
+
 /** What is wrong with a copy's stated field: never above the true seconds left, never more than the copy's allowance below. */
 function copyFieldFault(stated: unknown, issued: unknown, ageMs: number, spreadMs: number): string | undefined {
   const seconds = secondsOf(issued);
-  if (seconds === undefined) return stated === issued ? undefined : `states ${String(stated)} where the IdP said ${String(issued)}`;
+  if (seconds === undefined) return same(stated, issued) ? undefined : `states ${String(stated)} where the IdP said ${String(issued)}`;
   const value = secondsOf(stated);
   if (value === undefined || typeof stated !== typeof issued)
     return `states ${JSON.stringify(stated)}, not a ${typeof issued} like the IdP's`;
@@ -148,14 +152,14 @@ export const answerInvariants: readonly Invariant[] = [
         for (const [name, stated, given] of fields) {
           let fault: string | undefined;
           if (answer.header === 'miss' && ownMiss(answered)) {
-            if (stated !== given) fault = `states ${JSON.stringify(stated)} where the IdP said ${JSON.stringify(given)}`;
+            if (!same(stated, given)) fault = `states ${JSON.stringify(stated)} where the IdP said ${JSON.stringify(given)}`;
           } else if (issued.receiver === asked.instance) {
             const due = lowered(given, Math.ceil(Math.max(0, age) / SECOND_MS));
             // An exchange that outlived its request may end while its instance is frozen: the receiver may count from the send.
             const outlived = (facts.answers.get(issued.call.request)?.answeredAt ?? Infinity) < issued.call.endedAt;
             const sinceSent = lowered(given, Math.ceil(Math.max(0, answer.answeredAt - issued.call.sentAt) / SECOND_MS));
             const within = outlived && typeof stated === typeof due && Number(stated) >= Number(sinceSent) && Number(stated) <= Number(due);
-            if (stated !== due && !within) fault = `states ${JSON.stringify(stated)} where ${JSON.stringify(due)} is due ${age} ms after receipt`;
+            if (!same(stated, due) && !within) fault = `states ${JSON.stringify(stated)} where ${JSON.stringify(due)} is due ${age} ms after receipt`;
           } else fault = copyFieldFault(stated, given, age, facts.spread);
           if (fault) flag(answer.answeredAt, `${describe(asked)} with ${issued.token}: ${name} ${fault}`);
         }

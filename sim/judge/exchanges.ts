@@ -75,11 +75,8 @@ export const exchangeInvariants: readonly Invariant[] = [
         calls.forEach((first, index) => {
           const firstAsked = facts.requests.get(first.request);
           // The outcome is remembered by the writer's clock: another instance may see it end up to the spread early.
-          // A token that came after the failure ends its memory: the key works again ("Remembered failures" answer only the same request meanwhile).
-          const superseded =
-            calls.slice(index + 1).find((later) => later.outcome === 'token' && (facts.shared || later.instance === first.instance))?.endedAt ?? Infinity;
           const endFor = (instance: string) =>
-            Math.min(superseded, first.endedAt + Math.max(0, rememberedMs(first, facts.T) - facts.slack(first.instance, instance)));
+            first.endedAt + Math.max(0, rememberedMs(first, facts.T) - facts.slack(first.instance, instance));
           const burstEnd = endFor(first.instance);
           const stopped = facts.shared
             ? new Set(facts.stoppedHolders(key.id, first.sentAt, burstEnd).map((holder) => holder.instance)).size

@@ -1,23 +1,19 @@
 import type { Answer, Asked, IdpCall, IdpPhase, SimKey, SimRecord, Tampering, Violation } from '../record';
 import {
+  COPY_SAYS_LESS_MS,
   EXPIRY_GUARD_MS,
+  FAILURE_REMEMBERED_MS,
   HOLD_MAX_S,
   HOLD_MIN_S,
   HOLD_UNSAID_S,
   ITEM_LIMIT_BYTES,
-  KEPT_OVER_MS,
   PEPPER_SWITCH_MS,
   PROOF_LIFETIMES,
-  REFRESH_FROM_LIFE_SHARE,
-  REFRESH_LEAD_MS,
-  SECOND_MS,
-  STALE_MARGIN_MIN_MS,
-  STALE_MARGIN_SHARE,
-  COPY_SAYS_LESS_MS,
-  FAILURE_REMEMBERED_MS,
   REJECTION_REMEMBERED_MS,
+  SECOND_MS,
   WHOLE_DEADLINE_SHORTFALL_SHARE,
 } from './contract';
+import { type Life, lifeOf } from './life';
 import { listIn, Moments } from './moments';
 
 // What every invariant reads, derived once from the record: keys, requests and calls by id, the tokens
@@ -26,18 +22,6 @@ import { listIn, Moments } from './moments';
 
 /** A demand ("the cache must have known") is judged on what was surely so; an excuse on what possibly was. */
 export type Certainty = 'surely' | 'possibly';
-
-/** A token's life by "Lifetime", in ms of age: a kept one has its phases; another only its end, if numeric. */
-export type Life =
-  | {
-      readonly kept: true;
-      readonly lifeMs: number;
-      /** Refresh ahead opens; its middle, from which the fleet refreshes; stale. */
-      readonly refreshMs: number;
-      readonly middleMs: number;
-      readonly staleMs: number;
-    }
-  | { readonly kept: false; readonly lifeMs: number | undefined };
 
 /** A token the IdP issued: at its call's end, received by the instance that made the call. */
 export interface Issued {
@@ -79,7 +63,6 @@ export interface Hold {
 export interface StoppedHolder {
   readonly instance: string;
   readonly at: number;
-  readonly died: boolean;
 }
 
 /** How long an IdP call's outcome is remembered for its key ("Remembered failures"); a token or a throttle: not at all. */
@@ -99,24 +82,6 @@ export function rememberedMs(call: IdpCall, T: number): number {
 /** A timeout given the whole deadline: one given less was "cut short by the request's own deadline" and is never remembered. */
 export function wholeDeadline(call: IdpCall, T: number): boolean {
   return call.budgetMs >= T - T * WHOLE_DEADLINE_SHORTFALL_SHARE;
-}
-
-/** `expires_in` as a number of seconds: a number, or a string of digits ("Lifetime": "a numeric `expires_in`"). */
-export function secondsOf(value: unknown): number | undefined {
-  if (typeof value === 'number' && Number.isFinite(value)) return value;
-  if (typeof value === 'string' && /^\d+$/.test(value)) return Number(value);
-  return undefined;
-}
-
-export function lifeOf(expiresIn: unknown): Life {
-  const seconds = secondsOf(expiresIn);
-  if (seconds === undefined) return { kept: false, lifeMs: undefined };
-  const lifeMs = seconds * SECOND_MS;
-  if (!(lifeMs > KEPT_OVER_MS)) return { kept: false, lifeMs };
-  const staleMs = lifeMs - Math.max(STALE_MARGIN_MIN_MS, STALE_MARGIN_SHARE * lifeMs);
-  // A window that would open after the token goes stale is empty (35 s tokens: stale at 5 s).
-  const refreshMs = Math.min(staleMs, Math.max(lifeMs * REFRESH_FROM_LIFE_SHARE, staleMs - REFRESH_LEAD_MS));
-  return { kept: true, lifeMs, refreshMs, middleMs: (refreshMs + staleMs) / 2, staleMs };
 }
 
 /** What `TOKEN_CACHE=off` would answer a request for `key` that arrived in `phase`, with `deadlineMs` to wait. */
@@ -468,7 +433,7 @@ export class Facts {
       listIn(faults, call.instance).push({ at: call.sentAt, what: call.item });
       // A claim's renewal that never landed: "its writes no longer land".
       if (call.op === 'put' && call.landedAt === undefined && (call.fault === 'error' || call.fault === 'hang'))
-        listIn(stopped, call.item).push({ at: call.sentAt, what: { instance: call.instance, at: call.sentAt, died: false } });
+        listIn(stopped, call.item).push({ at: call.sentAt, what: { instance: call.instance, at: call.sentAt } });
     }
     for (const [instance, list] of faults) this.tableFaults.set(instance, new Moments(list));
     // A faulty read of the pepper leaves its instance without one until a later read answers.
@@ -494,7 +459,7 @@ export class Facts {
       const once = `${asked.instance} ${asked.key}`;
       if (died === undefined || died < asked.arrivedAt || deaths.has(once)) continue;
       deaths.add(once);
-      listIn(stopped, asked.key).push({ at: died, what: { instance: asked.instance, at: died, died: true } });
+      listIn(stopped, asked.key).push({ at: died, what: { instance: asked.instance, at: died } });
     }
     for (const [item, list] of stopped) this.stopped.set(item, new Moments(list));
   }

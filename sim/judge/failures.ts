@@ -166,7 +166,7 @@ export const failureInvariants: readonly Invariant[] = [
           // A holder that stopped costs up to 1 s of the deadline: excused only where off with that much less would not surely answer.
           const deadHolder =
             facts.shared &&
-            facts.stoppedHolders(key.id, from, answer.answeredAt).some((holder) => holder.instance !== asked.instance) &&
+            facts.stoppedHolders(key.id, from, answer.answeredAt).length > 0 &&
             !facts.offSurely(key, asked.arrivedAt, 200, facts.T - DEAD_HOLDER_DELAY_MS);
           // Waiting on the table's news of another's exchange, which the contract does not promise when the table fails.
           const tableFailedIt = facts.tableFault(asked.instance, asked.arrivedAt, answer.answeredAt, key.id);

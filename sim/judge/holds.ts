@@ -77,7 +77,7 @@ export const holdInvariants: readonly Invariant[] = [
       const flagged = new Set<IdpCall>();
       for (const hold of facts.holds) {
         for (const call of facts.sentWithin(hold.from, hold.until)) {
-          if (call === hold.call || flagged.has(call) || !(call.sentAt > hold.from && call.sentAt < hold.until)) continue;
+          if (flagged.has(call) || !(call.sentAt > hold.from && call.sentAt < hold.until)) continue;
           const key = facts.keys.get(call.key);
           if (!key || !facts.covers(hold, key, 'surely')) continue;
           if (call.instance !== hold.instance) {

@@ -1,0 +1,2229 @@
+import { invariants, judge } from '../../sim/judge/index';
+import type {
+  Answer,
+  Asked,
+  IdpCall,
+  IdpOutcome,
+  IdpPhase,
+  InstanceLife,
+  PepperRead,
+  SimKey,
+  SimRecord,
+  TableCall,
+  TableFault,
+  Tampering,
+} from '../../sim/record';
+
+// The judge, record by record: for every invariant, a hand-built record that keeps it at its exact
+// boundary (and breaks nothing else), and one that breaks it just past it, with clocks in step and,
+// where clocks matter, with a spread. Times are ms of true time; tokens live 100 s unless said, so
+// they refresh from 50 s, are past the window's middle at 60 s, go stale at 70 s and expire at 100 s.
+
+const URL = 'https://idp.example/token';
+const secretKey = (id: string, client = 'client-a', kind: SimKey['kind'] = 'secret'): SimKey => ({
+  id,
+  client,
+  tokenUrl: URL,
+  scope: id,
+  kind,
+  authentic: true,
+});
+const A = secretKey('a');
+const B = secretKey('b');
+const T = 5000;
+const healthy = (expiresIn: number | string = 100): IdpPhase => ({ from: 0, minMs: 20, maxMs: 20, answer: { kind: 'token', expiresIn } });
+const failing = (answer: IdpPhase['answer'], minMs = 20, maxMs = minMs): IdpPhase => ({ from: 0, minMs, maxMs, answer });
+
+interface Options {
+  readonly cache?: 'shared' | 'memory';
+  /** Each instance's skew, i0 first. */
+  readonly skews?: readonly number[];
+  readonly keys?: readonly SimKey[];
+  readonly phases?: readonly IdpPhase[];
+}
+
+interface CallOptions {
+  readonly sentAt?: number;
+  readonly latencyMs?: number;
+  readonly budgetMs?: number;
+  readonly expiresIn?: number | string;
+  readonly extExpiresIn?: number | string;
+  readonly retryAfterS?: number;
+  readonly bytes?: number;
+}
+
+interface AskOptions {
+  readonly key?: string;
+  readonly noCache?: boolean;
+}
+
+/** The seconds a kept answer states: as issued, less the whole seconds begun since (never below 0), in the IdP's type. */
+function due(value: number | string | undefined, ageMs: number): unknown {
+  const seconds = Math.ceil(Math.max(0, ageMs) / 1000);
+  if (typeof value === 'number') return Math.max(0, value - seconds);
+  if (typeof value === 'string') return String(Math.max(0, Number(value) - seconds));
+  return undefined;
+}
+
+/**
+ * When a story's time 0 falls in the record: never 0 itself, so that no age can pass for a moment. The
+ * record's lists come in reverse, so that the judge must sort what it reads.
+ */
+const EPOCH = 7_000_000;
+
+/** A record told as a story: requests arrive, calls reach the IdP, answers go back, trouble happens. Times are the story's. */
+class Story {
+  private readonly requests: Asked[] = [];
+  private readonly answers: Answer[] = [];
+  private readonly idp: IdpCall[] = [];
+  private readonly table: TableCall[] = [];
+  private readonly pepper: PepperRead[] = [];
+  private readonly tamperings: Tampering[] = [];
+  private readonly rotations: number[] = [];
+  private readonly deletions: { at: number; item: string }[] = [];
+  private readonly deaths = new Map<string, number>();
+  private serial = 0;
+
+  constructor(private readonly options: Options = {}) {}
+
+  ask(instance: string, at: number, options: AskOptions = {}): number {
+    const id = ++this.serial;
+    this.requests.push({ id, instance, key: options.key ?? 'a', noCache: options.noCache === true, arrivedAt: EPOCH + at });
+    return id;
+  }
+
+  /** The request's own IdP call, sent when it arrived unless said. */
+  call(request: number, outcome: IdpOutcome, options: CallOptions = {}): IdpCall {
+    const asked = this.asked(request);
+    const sentAt = options.sentAt === undefined ? asked.arrivedAt : EPOCH + options.sentAt;
+    const latencyMs = options.latencyMs ?? 0;
+    const budgetMs = options.budgetMs ?? T;
+    const id = ++this.serial;
+    const token = outcome === 'token';
+    const call: IdpCall = {
+      id,
+      request,
+      instance: asked.instance,
+      key: asked.key,
+      sentAt,
+      budgetMs,
+      latencyMs,
+      endedAt: sentAt + (outcome === 'timeout' ? budgetMs : latencyMs),
+      outcome,
+      retryAfterS: outcome === 'throttled' ? (options.retryAfterS ?? 1) : undefined,
+      token: token ? `t${id}` : undefined,
+      expiresIn: token ? (options.expiresIn ?? 100) : undefined,
+      extExpiresIn: token ? options.extExpiresIn : undefined,
+      bytes: options.bytes ?? 800,
+    };
+    this.idp.push(call);
+    return call;
+  }
+
+  answer(request: number, at: number, answer: Partial<Omit<Answer, 'request' | 'answeredAt'>> & Pick<Answer, 'status'>): void {
+    this.answers.push({
+      request,
+      answeredAt: EPOCH + at,
+      code: undefined,
+      header: undefined,
+      token: undefined,
+      expiresIn: undefined,
+      extExpiresIn: undefined,
+      retryAfter: undefined,
+      ...answer,
+    });
+  }
+
+  /** A request whose own call brings a token, answered `miss` when the call ends (or `answerAfterMs` later). */
+  miss(instance: string, at: number, options: AskOptions & CallOptions & { answerAfterMs?: number; states?: Partial<Answer> } = {}) {
+    const request = this.ask(instance, at, options);
+    const call = this.call(request, 'token', options);
+    const answeredAt = call.endedAt - EPOCH + (options.answerAfterMs ?? 0);
+    this.answer(request, answeredAt, {
+      status: 200,
+      header: 'miss',
+      token: call.token,
+      expiresIn: call.expiresIn,
+      extExpiresIn: call.extExpiresIn,
+      ...options.states,
+    });
+    return { request, call, token: call.token as string, answeredAt };
+  }
+
+  /** A request answered with a kept token, `expires_in` as due, when it arrived unless said. */
+  kept(
+    instance: string,
+    at: number,
+    token: string,
+    header: 'hit' | 'stale' = 'hit',
+    options: AskOptions & { answeredAt?: number; states?: Partial<Answer> } = {},
+  ): number {
+    const issued = this.idp.find((call) => call.token === token);
+    const request = this.ask(instance, at, { key: issued?.key, ...options });
+    const answeredAt = options.answeredAt ?? at;
+    const age = EPOCH + answeredAt - (issued?.endedAt ?? 0);
+    this.answer(request, answeredAt, {
+      status: 200,
+      header,
+      token,
+      expiresIn: due(issued?.expiresIn, age),
+      extExpiresIn: due(issued?.extExpiresIn, age),
+      ...options.states,
+    });
+    return request;
+  }
+
+  /** A request whose own call fails, answered with its error when the call ends (or as `answer` says). */
+  failed(
+    instance: string,
+    at: number,
+    outcome: Exclude<IdpOutcome, 'token'>,
+    options: AskOptions & CallOptions & { answerAfterMs?: number; states?: Partial<Answer> } = {},
+  ) {
+    const request = this.ask(instance, at, options);
+    const call = this.call(request, outcome, options);
+    const status = { unauthorized: 401, error: 502, throttled: 503, timeout: 504 }[outcome];
+    const retryAfter = call.retryAfterS === undefined ? undefined : Math.min(60, call.retryAfterS);
+    this.error(request, call.endedAt - EPOCH + (options.answerAfterMs ?? 0), status, { retryAfter, ...options.states });
+    return { request, call };
+  }
+
+  /** An error answer: the status's own code, and `retry-after` for a 503. */
+  error(request: number, at: number, status: number, states: Partial<Answer> = {}): void {
+    const code = (
+      { 401: 'unauthorized', 502: 'upstream_error', 503: 'upstream_throttled', 504: 'upstream_timeout' } as Record<number, string>
+    )[status];
+    this.answer(request, at, { status, code, ...states });
+  }
+
+  fault(instance: string, at: number, item = 'a', fault: TableFault = 'error', op: TableCall['op'] = 'get'): void {
+    const sentAt = EPOCH + at;
+    this.table.push({ instance, item, op, sentAt, answeredAt: fault === 'hang' ? undefined : sentAt + 5, fault, landedAt: undefined });
+  }
+
+  pepperFault(instance: string, at: number, fault: PepperRead['fault'] = 'error'): void {
+    this.pepper.push({ instance, sentAt: EPOCH + at, answeredAt: EPOCH + at + 5, fault });
+  }
+
+  die(instance: string, at: number): void {
+    this.deaths.set(instance, EPOCH + at);
+  }
+
+  tamper(at: number, item: string, action: Tampering['action'] = 'replay', of?: number): void {
+    this.tamperings.push({ at: EPOCH + at, item, action, of: of === undefined ? undefined : EPOCH + of });
+  }
+
+  expire(at: number, item = 'a'): void {
+    this.deletions.push({ at: EPOCH + at, item });
+  }
+
+  rotate(at: number): void {
+    this.rotations.push(EPOCH + at);
+  }
+
+  record(endedAt?: number): SimRecord {
+    const skews = this.options.skews ?? [0, 0, 0, 0];
+    const instances: InstanceLife[] = skews.map((skewMs, index) => ({
+      name: `i${index}`,
+      skewMs,
+      bornAt: EPOCH,
+      diedAt: this.deaths.get(`i${index}`),
+    }));
+    const times = [
+      ...this.requests.map((asked) => asked.arrivedAt),
+      ...this.answers.map((answer) => answer.answeredAt),
+      ...this.idp.map((call) => call.endedAt),
+    ];
+    const phases = (this.options.phases ?? [healthy()]).map((phase) => ({ ...phase, from: EPOCH + phase.from }));
+    return {
+      upstreamTimeoutMs: T,
+      cache: this.options.cache ?? 'shared',
+      keys: [...(this.options.keys ?? [A, B])].reverse(),
+      instances: instances.reverse(),
+      idpPhases: phases.reverse(),
+      requests: [...this.requests].reverse(),
+      answers: [...this.answers].reverse(),
+      idp: [...this.idp].reverse(),
+      table: [...this.table].reverse(),
+      pepper: [...this.pepper].reverse(),
+      tamperings: [...this.tamperings].reverse(),
+      rotations: [...this.rotations].reverse(),
+      deletions: [...this.deletions].reverse(),
+      endedAt: endedAt === undefined ? Math.max(EPOCH, ...times) + 1 : EPOCH + endedAt,
+    };
+  }
+
+  /** The token of the answer `index` (from the end when negative). */
+  servedToken(index: number): string {
+    return this.answers.at(index)?.token as string;
+  }
+
+  private asked(request: number): Asked {
+    const asked = this.requests.find((candidate) => candidate.id === request);
+    if (!asked) throw new Error(`no request ${request}`);
+    return asked;
+  }
+}
+
+/** The names of the invariants a record breaks. */
+const broken = (record: SimRecord): string[] => [...new Set(judge(record).map((violation) => violation.rule))];
+
+/** A story, told twice: `at` the boundary it keeps, and one step past it. */
+function twice(tell: (story: Story, step: number) => void, options: Options = {}): [SimRecord, SimRecord] {
+  return [0, 1].map((step) => {
+    const story = new Story(options);
+    tell(story, step);
+    return story.record();
+  }) as [SimRecord, SimRecord];
+}
+
+describe('the judge', () => {
+  it('names each invariant once, and cites the contract for each', () => {
+    const names = invariants.map((invariant) => invariant.name);
+
+    expect(new Set(names).size).toBe(names.length);
+    for (const invariant of invariants) expect(invariant.rule).toMatch(/"[^"]+"/);
+  });
+
+  it('finds nothing in a quiet run: one miss, then hits', () => {
+    const story = new Story();
+    const { token } = story.miss('i0', 0);
+    story.kept('i0', 1000, token);
+    story.kept('i1', 2000, token);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('reports every violation, in the order they happened', () => {
+    const story = new Story();
+    const late = story.ask('i0', 0);
+    story.error(late, 9000, 502);
+    story.answer(story.ask('i1', 100), 100, { status: 200, header: 'hit', token: 'forged' });
+
+    expect(judge(story.record()).map((violation) => [violation.rule, violation.at - EPOCH])).toEqual([
+      ['issued', 100],
+      ['deadline', 9000],
+      ['worse than off', 9000],
+    ]);
+  });
+
+  it('reports what the record names and does not hold, and judges the rest', () => {
+    const story = new Story();
+    story.ask('i0', 0, { key: 'nobody' });
+    story.answer(99, 10, { status: 200 });
+    const twiceAnswered = story.ask('i0', 20, { key: 'b' });
+    story.error(twiceAnswered, 20, 504);
+    story.error(twiceAnswered, 21, 504);
+    const { call } = story.miss('i0', 30);
+    const record = story.record();
+    const withCall = (extra: Partial<IdpCall>) => ({ ...record, idp: [...record.idp, { ...call, id: 99, request: 999, ...extra }] });
+
+    expect(judge(record).map((violation) => violation.rule)).toEqual(['record', 'record', 'worse than off', 'record']);
+    expect(broken(withCall({ key: 'nobody' }))).toEqual(['record', 'worse than off']);
+    expect(broken(withCall({}))).toEqual(['record', 'worse than off']);
+    expect(broken(withCall({ token: undefined }))).toEqual(['record', 'worse than off']);
+  });
+});
+
+describe('deadline', () => {
+  it('answers within the deadline to the millisecond, never one past it', () => {
+    const [kept, past] = twice((story, step) => story.miss('i0', 0, { latencyMs: T, answerAfterMs: step }));
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['deadline']);
+  });
+
+  it('leaves no request unanswered while its instance lives past its deadline', () => {
+    const story = new Story();
+    story.ask('i0', 0);
+
+    expect(judge(story.record(T))).toEqual([]);
+    expect(broken(story.record(T + 1))).toEqual(['deadline']);
+  });
+
+  it('excuses a request whose instance died before its deadline, not after', () => {
+    const [kept, past] = twice((story, step) => {
+      story.ask('i0', 0);
+      story.die('i0', T + step);
+    });
+
+    expect(judge({ ...kept, endedAt: EPOCH + 10 * T })).toEqual([]);
+    expect(broken({ ...past, endedAt: EPOCH + 10 * T })).toEqual(['deadline']);
+  });
+});
+
+describe('responses', () => {
+  it('never answers 500', () => {
+    const story = new Story();
+    story.answer(story.ask('i0', 0), 0, { status: 500, code: 'internal_error' });
+
+    expect(broken(story.record())).toEqual(['responses']);
+  });
+
+  it("answers each error with its own row's code", () => {
+    const story = new Story({ phases: [failing({ kind: 'error' })] });
+    story.failed('i0', 0, 'error');
+    story.answer(story.ask('i0', 10), 10, { status: 502, code: 'upstream_timeout' });
+
+    expect(broken(story.record())).toEqual(['responses']);
+  });
+
+  it('says where every 200 came from', () => {
+    const story = new Story();
+    story.miss('i0', 0, { states: { header: undefined } });
+
+    expect(broken(story.record())).toEqual(['responses', 'header']);
+  });
+
+  it('holds a 503 to 60 s at most, whatever the IdP asked', () => {
+    const [kept, past] = twice((story, step) => {
+      story.failed('i0', 0, 'throttled', { retryAfterS: 90, states: { retryAfter: 60 + step } });
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['responses', 'hold earned']);
+  });
+
+  it('carries no code with a 200, and neither token nor header with an error', () => {
+    const story = new Story({ phases: [failing({ kind: 'error' })] });
+    story.miss('i0', 0, { states: { code: 'unauthorized' } });
+    story.failed('i1', 0, 'error', { states: { token: 'leaked' } });
+    story.failed('i2', 0, 'error', { states: { header: 'miss' } });
+
+    expect(judge(story.record()).map((violation) => violation.rule)).toEqual(['responses', 'responses', 'responses']);
+  });
+
+  it('states retry-after in whole seconds, at least 1', () => {
+    const tell = (retryAfter: number) => {
+      const story = new Story();
+      story.failed('i0', 0, 'throttled', { retryAfterS: 1, states: { retryAfter } });
+      return story.record();
+    };
+
+    expect(judge(tell(1))).toEqual([]);
+    expect(broken(tell(0))).toEqual(['responses', 'hold earned']);
+    expect(broken(tell(1.5))).toEqual(['responses', 'hold earned']);
+  });
+
+  it('answers no status outside the table, and no 200 without a token', () => {
+    const story = new Story();
+    story.answer(story.ask('i0', 0), 0, { status: 418 });
+    story.answer(story.ask('i1', 0), 0, { status: 200, header: 'hit' });
+
+    expect(judge(story.record()).map((violation) => violation.rule)).toEqual(['responses', 'responses']);
+  });
+});
+
+describe('issued', () => {
+  it('answers only tokens the IdP issued', () => {
+    const story = new Story();
+    story.answer(story.ask('i0', 0), 0, { status: 200, header: 'hit', token: 'forged' });
+
+    expect(broken(story.record())).toEqual(['issued']);
+  });
+
+  it("never answers one key's token to another key", () => {
+    const story = new Story();
+    const { token } = story.miss('i0', 0, { key: 'b' });
+    story.kept('i0', 1000, token, 'hit', { key: 'a' });
+
+    expect(broken(story.record())).toEqual(['issued']);
+  });
+
+  it('never answers a token before the IdP issued it', () => {
+    const story = new Story();
+    const waiter = story.ask('i1', 0);
+    const { token } = story.miss('i0', 0, { latencyMs: 20 });
+    story.answer(waiter, 19, { status: 200, header: 'hit', token, expiresIn: 100 });
+
+    expect(broken(story.record())).toEqual(['issued']);
+  });
+});
+
+describe('memory stays on its instance', () => {
+  it("with memory, never answers another instance's token", () => {
+    const [kept, past] = twice((story, step) => story.kept(`i${step}`, 1000, story.miss('i0', 0).token), { cache: 'memory' });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['memory stays on its instance']);
+  });
+});
+
+describe('expiry margin', () => {
+  it('serves its own token until 5 s before expiry, not at it', () => {
+    const [kept, past] = twice((story, step) => story.kept('i0', 94_999 + step, story.miss('i0', 0).token, 'stale'));
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['expiry margin']);
+  });
+
+  it('holds to the true age at any spread: skews cancel on the clock that received it', () => {
+    const [kept, past] = twice((story, step) => story.kept('i1', 94_999 + step, story.miss('i0', 0).token, 'stale'), {
+      skews: [0, 5000],
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['expiry margin', 'copy margin']);
+  });
+
+  it("passes on the IdP's own answer to a request's own call, however short its life", () => {
+    const story = new Story();
+    story.miss('i0', 0, { expiresIn: 3, latencyMs: 20 });
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('reads only a number, or a string of digits alone, as a lifetime', () => {
+    const later = (expiresIn: number | string) => {
+      const story = new Story();
+      const { token } = story.miss('i0', 0, { expiresIn });
+      story.kept('i0', 1000, token, 'hit', { states: expiresIn === '100' ? {} : { expiresIn } });
+      return story.record();
+    };
+
+    expect(judge(later('100'))).toEqual([]);
+    for (const unkept of ['x100', '100s', '-100', Number.NaN, Number.POSITIVE_INFINITY])
+      expect(broken(later(unkept))).toEqual(['unkept token']);
+  });
+});
+
+describe('copy margin', () => {
+  it('serves a copy until 10 s before expiry with clocks in step', () => {
+    const [kept, past] = twice((story, step) => story.kept('i1', 89_999 + step, story.miss('i0', 0).token, 'stale'));
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['copy margin']);
+  });
+
+  it('serves a copy later by exactly the clock spread', () => {
+    const [kept, past] = twice((story, step) => story.kept('i1', 92_999 + step, story.miss('i0', 0).token, 'stale'), {
+      skews: [0, -3000],
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['copy margin']);
+  });
+});
+
+describe('expires_in', () => {
+  it("passes a miss's expires_in and ext_expires_in as the IdP gave them, a numeric string still a string", () => {
+    const [kept, past] = twice((story, step) =>
+      story.miss('i0', 0, { expiresIn: '100', extExpiresIn: 200, states: step ? { expiresIn: 100 } : {} }),
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['expires_in']);
+  });
+
+  it('lowers its own kept token by every second begun since receipt', () => {
+    const [kept, past] = twice((story, step) =>
+      story.kept('i0', 1, story.miss('i0', 0).token, 'hit', { states: { expiresIn: 99 + step } }),
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['expires_in']);
+  });
+
+  it("lowers each field from its own value, in the IdP's type, never below 0", () => {
+    const [kept, past] = twice((story, step) =>
+      story.kept('i0', 20_000, story.miss('i0', 0, { expiresIn: '100', extExpiresIn: 10 }).token, 'hit', {
+        states: { expiresIn: '80', extExpiresIn: -step },
+      }),
+    );
+    const typed = new Story();
+    typed.kept('i0', 20_000, typed.miss('i0', 0, { expiresIn: '100' }).token, 'hit', { states: { expiresIn: 80 } });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['expires_in']);
+    expect(broken(typed.record())).toEqual(['expires_in']);
+  });
+
+  it('lets a copy say up to 5 s less (and 1 for rounding) with clocks in step, never more than is left', () => {
+    const copy = (states: Partial<Answer>) => {
+      const story = new Story();
+      story.kept('i1', 10_000, story.miss('i0', 0).token, 'hit', { states });
+      return story.record();
+    };
+
+    expect(judge(copy({ expiresIn: 90 }))).toEqual([]);
+    expect(judge(copy({ expiresIn: 84 }))).toEqual([]);
+    expect(broken(copy({ expiresIn: 91 }))).toEqual(['expires_in']);
+    expect(broken(copy({ expiresIn: 83 }))).toEqual(['expires_in']);
+    expect(broken(copy({ expiresIn: '90' }))).toEqual(['expires_in']);
+    expect(broken(copy({ extExpiresIn: 'later' }))).toEqual(['expires_in']);
+  });
+
+  it('lets a copy say less by the clock spread too, and never more than is left at any spread', () => {
+    const copy = (states: Partial<Answer>) => {
+      const story = new Story({ skews: [0, 2000] });
+      story.kept('i1', 10_000, story.miss('i0', 0).token, 'hit', { states });
+      return story.record();
+    };
+
+    expect(judge(copy({ expiresIn: 82 }))).toEqual([]);
+    expect(broken(copy({ expiresIn: 81 }))).toEqual(['expires_in']);
+    expect(broken(copy({ expiresIn: 91 }))).toEqual(['expires_in']);
+  });
+
+  it('never lets a copy say a word where the IdP said a number of seconds, nor NaN', () => {
+    const copy = (expiresIn: unknown) => {
+      const story = new Story();
+      story.kept('i1', 10_000, story.miss('i0', 0, { expiresIn: '100' }).token, 'hit', { states: { expiresIn } });
+      return story.record();
+    };
+    const own = new Story();
+    own.kept('i0', 1000, own.miss('i0', 0).token, 'hit', { states: { expiresIn: Number.NaN } });
+
+    expect(judge(copy('90'))).toEqual([]);
+    expect(broken(copy('soon'))).toEqual(['expires_in']);
+    expect(broken(own.record())).toEqual(['expires_in']);
+  });
+});
+
+describe('header', () => {
+  it('says miss only for a token its own call got', () => {
+    const [kept, past] = twice((story, step) => {
+      const { token } = story.miss('i0', 0);
+      if (step) story.kept('i0', 1000, token, 'hit', { states: { header: 'miss' } });
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['header']);
+  });
+
+  it('says miss, not hit, for the token its own call got', () => {
+    const story = new Story();
+    story.miss('i0', 0, { states: { header: 'hit' } });
+
+    expect(broken(story.record())).toEqual(['header']);
+  });
+
+  it('answers hit until its own token goes stale, and stale from then on', () => {
+    const tell = (at: number, header: 'hit' | 'stale') => {
+      const story = new Story();
+      const { token } = story.miss('i0', 0);
+      story.miss('i0', 50_000); // the refresh
+      story.kept('i0', at, token, header);
+      return story.record();
+    };
+
+    expect(judge(tell(69_999, 'hit'))).toEqual([]);
+    expect(broken(tell(70_000, 'hit'))).toEqual(['header']);
+    expect(judge(tell(70_000, 'stale'))).toEqual([]);
+    expect(broken(tell(69_999, 'stale'))).toEqual(['header']);
+  });
+
+  it("reckons a copy's phase give or take the clock spread", () => {
+    const tell = (at: number, header: 'hit' | 'stale') => {
+      const story = new Story({ skews: [0, 2000] });
+      const { token } = story.miss('i0', 0);
+      story.miss('i0', 50_000);
+      story.kept('i1', at, token, header);
+      return story.record();
+    };
+
+    expect(judge(tell(71_999, 'hit'))).toEqual([]);
+    expect(broken(tell(72_000, 'hit'))).toEqual(['header']);
+    expect(judge(tell(68_000, 'stale'))).toEqual([]);
+    expect(broken(tell(67_999, 'stale'))).toEqual(['header']);
+  });
+
+  it("answers hit to those who waited on another request's exchange", () => {
+    const story = new Story();
+    const waiter = story.ask('i1', 0);
+    const { token } = story.miss('i0', 0, { latencyMs: 20 });
+    story.answer(waiter, 20, { status: 200, header: 'hit', token, expiresIn: 100 });
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('never answers stale when its own call got a token', () => {
+    const story = new Story();
+    const { token } = story.miss('i0', 0);
+    const request = story.ask('i0', 80_000);
+    story.call(request, 'token');
+    story.answer(request, 80_000, { status: 200, header: 'stale', token, expiresIn: 20 });
+
+    expect(broken(story.record())).toEqual(['header']);
+  });
+
+  it('takes the larger of 30 s and 10% as the margin before stale', () => {
+    const tell = (at: number) => {
+      const story = new Story();
+      story.kept('i0', at, story.miss('i0', 0, { expiresIn: 3600 }).token, 'stale');
+      return story.record();
+    };
+
+    expect(judge(tell(3_240_000))).toEqual([]);
+    expect(broken(tell(3_239_999))).toEqual(['header']);
+  });
+
+  it('answers hit to a waiter even when a short-lived token went stale while it was handed over', () => {
+    const tell = (arrivedAt: number) => {
+      const story = new Story();
+      const { call } = story.miss('i0', 0, { expiresIn: 31, latencyMs: 20 });
+      story.kept('i1', arrivedAt, call.token as string, 'hit', { answeredAt: 1520 });
+      return story.record();
+    };
+
+    expect(judge(tell(20))).toEqual([]);
+    expect(broken(tell(21))).toEqual(['header']);
+  });
+});
+
+describe('unkept token', () => {
+  it('gives a token that cannot be kept only to those who came before it was issued', () => {
+    const [kept, past] = twice((story, step) => {
+      const { token } = story.miss('i0', 0, { expiresIn: 30, latencyMs: 20 });
+      story.kept('i0', 20 + step, token);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['unkept token']);
+  });
+
+  it('lets another instance come later by the clock spread, no more', () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        const { token } = story.miss('i0', 0, { expiresIn: 'soon', latencyMs: 20 });
+        story.kept('i1', 2020 + step, token, 'hit', { states: { expiresIn: 'soon' } });
+      },
+      { skews: [0, 2000] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['unkept token']);
+  });
+});
+
+describe('no-cache', () => {
+  it('never gets a stale token', () => {
+    const story = new Story({ phases: [failing({ kind: 'error' })] });
+    const { token } = story.miss('i0', 0);
+    const request = story.ask('i0', 80_000, { noCache: true });
+    story.call(request, 'error');
+    story.answer(request, 80_000, { status: 200, header: 'stale', token, expiresIn: 20 });
+
+    expect(broken(story.record())).toEqual(['no-cache']);
+  });
+
+  it('gets a token received up to 5 s before it arrived, not one older', () => {
+    const [kept, past] = twice((story, step) => story.kept('i0', 5000 + step, story.miss('i0', 0).token, 'hit', { noCache: true }));
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['no-cache']);
+  });
+
+  it("gets another instance's token up to the clock spread older", () => {
+    const [kept, past] = twice((story, step) => story.kept('i1', 7000 + step, story.miss('i0', 0).token, 'hit', { noCache: true }), {
+      skews: [0, 2000],
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['no-cache']);
+  });
+
+  it('gets an error only from a call that ended after it arrived, never a remembered one', () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        story.failed('i0', 0, 'error');
+        const request = story.ask('i1', 500, { noCache: true });
+        if (step === 0) story.call(request, 'error');
+        story.error(request, 500, 502);
+      },
+      { phases: [failing({ kind: 'error' })] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['no-cache']);
+  });
+
+  it('may time out at its own deadline, never before it without a call that timed out', () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        const request = story.ask('i0', 0, { noCache: true });
+        story.error(request, T - step, 504);
+      },
+      { phases: [failing({ kind: 'token', expiresIn: 100 }, 2 * T)] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['no-cache']);
+  });
+
+  it("with memory, never takes another instance's failure", () => {
+    const story = new Story({ cache: 'memory', phases: [failing({ kind: 'error' })] });
+    story.failed('i0', 0, 'error', { latencyMs: 100 });
+    story.error(story.ask('i1', 50, { noCache: true }), 100, 502);
+
+    expect(broken(story.record())).toEqual(['no-cache']);
+  });
+
+  it('takes no failure of another kind, nor a remembered one even at its deadline', () => {
+    const story = new Story();
+    story.failed('i0', 0, 'unauthorized', { latencyMs: 100 });
+    story.error(story.ask('i1', 50, { noCache: true }), 100, 502);
+    story.failed('i2', 200, 'error');
+    story.error(story.ask('i2', 300, { noCache: true }), 300 + T, 502);
+
+    expect(judge(story.record()).map((violation) => violation.rule)).toEqual(['no-cache', 'worse than off', 'no-cache', 'worse than off']);
+  });
+
+  it("with memory, takes its own instance's failure", () => {
+    const story = new Story({ cache: 'memory', phases: [failing({ kind: 'error' })] });
+    story.failed('i0', 0, 'error', { latencyMs: 100 });
+    story.error(story.ask('i0', 50, { noCache: true }), 100, 502);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+});
+
+describe('401 outlived', () => {
+  /** i0 holds a token from 0; at 80 s its refresh is rejected, answered 10 ms later. */
+  function rejected(story: Story): string {
+    const { token } = story.miss('i0', 0);
+    story.failed('i0', 80_000, 'unauthorized', { answerAfterMs: 10 });
+    return token;
+  }
+
+  it('binds the instance that got the 401 from the moment it got it', () => {
+    const [kept, past] = twice((story, step) => {
+      const token = rejected(story);
+      story.kept('i0', 79_990, token, 'stale', { answeredAt: 80_000 + step });
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['401 outlived']);
+  });
+
+  it('binds every instance for requests that arrive after the answer it was published before', () => {
+    const [kept, past] = twice((story, step) => story.kept('i1', 80_010 + step, rejected(story), 'stale'));
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['401 outlived']);
+  });
+
+  it('binds the fleet strictly at any spread', () => {
+    const [kept, past] = twice((story, step) => story.kept('i1', 80_010 + step, rejected(story), 'stale'), { skews: [-2500, 2500] });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['401 outlived']);
+  });
+
+  it("excuses an old copy of the key's item written back after the 401, and no other item's", () => {
+    const tell = (item: string) => {
+      const story = new Story();
+      const token = rejected(story);
+      story.tamper(85_000, item, 'replay', 1000);
+      story.kept('i0', 86_000, token, 'stale');
+      story.kept('i1', 86_000, token, 'stale');
+      return story.record();
+    };
+
+    expect(judge(tell('a'))).toEqual([]);
+    expect(broken(tell('b'))).toEqual(['401 outlived']);
+  });
+
+  it('excuses only a copy written back from before the 401 was published', () => {
+    const tell = (of: number | undefined) => {
+      const story = new Story();
+      const token = rejected(story);
+      story.tamper(85_000, 'a', 'replay', of);
+      story.kept('i1', 86_000, token, 'stale');
+      return story.record();
+    };
+
+    expect(judge(tell(80_009))).toEqual([]);
+    expect(judge(tell(undefined))).toEqual([]);
+    expect(broken(tell(80_010))).toEqual(['401 outlived']);
+  });
+
+  it("excuses the fleet when the 401's instance could not publish it, not when the answering one failed", () => {
+    const tell = (instance: string) => {
+      const story = new Story();
+      const token = rejected(story);
+      story.fault(instance, instance === 'i0' ? 80_005 : 85_000);
+      story.kept('i1', 86_000, token, 'stale');
+      return story.record();
+    };
+
+    expect(judge(tell('i0'))).toEqual([]);
+    expect(broken(tell('i1'))).toEqual(['401 outlived']);
+  });
+
+  it('excuses the fleet within 60 s of a pepper rotation', () => {
+    const [kept, past] = twice((story, step) => {
+      const token = rejected(story);
+      story.kept('i1', 1000, token); // read before the rotation: the pepper's rule is kept
+      story.rotate(26_000 - step);
+      story.kept('i1', 86_000, token, 'stale');
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['401 outlived']);
+  });
+
+  it('with memory, binds only the instance that got it', () => {
+    const tell = (cache: 'memory' | 'shared') => {
+      const story = new Story({ cache });
+      const { token } = story.miss('i1', 0);
+      rejected(story);
+      story.kept('i1', 86_000, token, 'stale');
+      return story.record();
+    };
+
+    expect(judge(tell('memory'))).toEqual([]);
+    expect(broken(tell('shared'))).toEqual(['401 outlived']);
+  });
+
+  it('is excused by no write but an old copy put back', () => {
+    const story = new Story();
+    const token = rejected(story);
+    story.tamper(85_000, 'a', 'delete');
+    story.kept('i1', 86_000, token, 'stale');
+
+    expect(broken(story.record())).toEqual(['401 outlived']);
+  });
+
+  it('binds no other instance when the request that got it was never answered', () => {
+    const story = new Story();
+    const { token } = story.miss('i0', 0);
+    story.call(story.ask('i0', 80_000), 'unauthorized');
+    story.die('i0', 80_005);
+    story.kept('i1', 86_000, token, 'stale');
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('is excused by no rotation after the stale answer', () => {
+    const story = new Story();
+    const token = rejected(story);
+    story.kept('i1', 86_000, token, 'stale');
+    story.rotate(90_000);
+
+    expect(broken(story.record())).toEqual(['401 outlived']);
+  });
+});
+
+describe('stale if error', () => {
+  it('answers its own kept token rather than an error until 5 s before expiry', () => {
+    const [kept, past] = twice((story, step) => {
+      story.miss('i0', 0);
+      story.failed('i0', 95_000 - step, 'error');
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['stale if error']);
+  });
+
+  it('answers a published copy rather than an error until 10 s before expiry', () => {
+    const [kept, past] = twice((story, step) => {
+      story.miss('i0', 0);
+      story.failed('i1', 90_000 - step, 'error');
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['stale if error']);
+  });
+
+  it('demands a copy only where every clock would still serve it', () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        story.miss('i0', 0);
+        story.failed('i1', 88_000 - step, 'error');
+      },
+      { skews: [0, 2000] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['stale if error']);
+  });
+
+  it('demands it under a hold too', () => {
+    const story = new Story();
+    story.miss('i0', 0);
+    story.failed('i0', 80_000, 'throttled', { retryAfterS: 5 });
+
+    expect(broken(story.record())).toEqual(['stale if error']);
+  });
+
+  it("excuses the answering instance's own table trouble, and no other's", () => {
+    const tell = (instance: string) => {
+      const story = new Story();
+      story.miss('i0', 0, { answerAfterMs: 10 });
+      story.fault(instance, 80_000);
+      story.failed('i1', 80_000, 'error');
+      return story.record();
+    };
+
+    expect(judge(tell('i1'))).toEqual([]);
+    expect(broken(tell('i0'))).toEqual(['stale if error']);
+  });
+
+  it('demands no copy that was never surely published', () => {
+    const story = new Story();
+    story.miss('i0', 0, { answerAfterMs: 10 });
+    story.fault('i0', 5, 'a', 'slow', 'put');
+    story.failed('i1', 80_000, 'error');
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('demands no token a 401 has ended, nor one for a no-cache request', () => {
+    const story = new Story();
+    story.miss('i0', 0);
+    story.failed('i1', 60_000, 'unauthorized', { noCache: true });
+    story.failed('i0', 80_000, 'error');
+    story.failed('i0', 1000, 'error', { noCache: true });
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('demands not even its own kept token of an instance whose table failed it (with shared it cannot rule out a 401)', () => {
+    const tell = (cache: 'memory' | 'shared') => {
+      const story = new Story({ cache });
+      story.miss('i0', 0);
+      story.fault('i0', 80_000);
+      story.failed('i0', 80_000, 'error');
+      return story.record();
+    };
+
+    expect(judge(tell('shared'))).toEqual([]);
+    expect(broken(tell('memory'))).toEqual(['stale if error']);
+  });
+
+  it('demands no copy the table may have lost: a TTL deletion, or a rotation within 60 s of its publication', () => {
+    const tell = (trouble: (story: Story) => void) => {
+      const story = new Story();
+      story.miss('i0', 70_000);
+      trouble(story);
+      story.failed('i1', 150_000, 'error');
+      return story.record();
+    };
+
+    expect(judge(tell((story) => story.expire(100_000)))).toEqual([]);
+    expect(judge(tell((story) => story.rotate(10_000)))).toEqual([]);
+    expect(broken(tell((story) => story.rotate(9999)))).toEqual(['stale if error']);
+    expect(broken(tell((story) => story.expire(100_000, 'b')))).toEqual(['stale if error']);
+  });
+
+  it("with memory, keeps demanding its token after another instance's 401", () => {
+    const story = new Story({ cache: 'memory' });
+    story.miss('i0', 0);
+    story.failed('i1', 60_000, 'unauthorized');
+    story.failed('i0', 80_000, 'error');
+
+    expect(broken(story.record())).toEqual(['stale if error']);
+  });
+
+  it("demands no token of a caller's own assertion", () => {
+    const J = secretKey('j', 'client-a', 'assertion');
+    const story = new Story({ keys: [A, J] });
+    story.miss('i0', 0, { key: 'j' });
+    story.failed('i0', 1000, 'error', { key: 'j' });
+
+    expect(judge(story.record())).toEqual([]);
+  });
+});
+
+describe('worse than off', () => {
+  /** A request answered `status` when it arrives, with no call of its own. */
+  const refused = (story: Story, instance: string, at: number, status: number, options: AskOptions = {}) =>
+    story.error(story.ask(instance, at, options), at, status);
+
+  it('remembers a 401 for 5 s on its instance, not one more', () => {
+    const [kept, past] = twice((story, step) => {
+      story.failed('i0', 0, 'unauthorized');
+      refused(story, 'i0', 5000 + step, 401);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['worse than off']);
+  });
+
+  it("remembers another instance's 401 for 5 s give or take the clock spread", () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        story.failed('i0', 0, 'unauthorized');
+        refused(story, 'i1', 7000 + step, 401);
+      },
+      { skews: [0, 2000] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['worse than off']);
+  });
+
+  it("with memory, never answers another instance's 401", () => {
+    const tell = (instance: string) => {
+      const story = new Story({ cache: 'memory' });
+      story.failed('i0', 0, 'unauthorized');
+      refused(story, instance, 1000, 401);
+      return story.record();
+    };
+
+    expect(judge(tell('i0'))).toEqual([]);
+    expect(broken(tell('i1'))).toEqual(['worse than off']);
+  });
+
+  it('with memory, shares only a call already running on its instance when it came', () => {
+    const tell = (cache: 'memory' | 'shared', sentAt: number) => {
+      const story = new Story({ cache });
+      const waiter = story.ask('i0', 100);
+      story.failed('i0', sentAt, 'error', { latencyMs: 200 - sentAt });
+      story.error(waiter, 200, 502);
+      return story.record();
+    };
+
+    expect(judge(tell('memory', 100))).toEqual([]);
+    expect(broken(tell('memory', 101))).toEqual(['worse than off']);
+    expect(judge(tell('shared', 101))).toEqual([]);
+  });
+
+  it('never answers a no-cache request with a remembered 401', () => {
+    const story = new Story();
+    story.failed('i0', 0, 'unauthorized');
+    refused(story, 'i0', 1000, 401, { noCache: true });
+
+    expect(broken(story.record())).toEqual(['no-cache', 'worse than off']);
+  });
+
+  it('remembers any other failure for 1 s', () => {
+    const [kept, past] = twice((story, step) => {
+      story.failed('i0', 0, 'error');
+      refused(story, 'i0', 1000 + step, 502);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['worse than off']);
+  });
+
+  it('shares a timeout only with those whose deadline ends within a fifth of the deadline after its own', () => {
+    const [kept, past] = twice((story, step) => {
+      story.failed('i0', 0, 'timeout');
+      story.error(story.ask('i1', 1000 + step), T, 504);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['worse than off']);
+  });
+
+  it('remembers a timeout that had the whole deadline, never one cut short', () => {
+    const [kept, past] = twice((story, step) => {
+      const leader = story.ask('i0', 0);
+      story.call(leader, 'timeout', { sentAt: 200 + step, budgetMs: T - 200 - step });
+      story.error(leader, T, 504);
+      refused(story, 'i0', 5500, 504);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['worse than off']);
+  });
+
+  it('excuses a dead holder only where off, 1 s shorter, would not surely have answered', () => {
+    const tell = (maxMs: number) => {
+      const story = new Story({ phases: [failing({ kind: 'token', expiresIn: 100 }, 20, maxMs)] });
+      story.ask('i1', 0);
+      story.die('i1', 100);
+      story.error(story.ask('i0', 1100), 1100 + T, 504);
+      return story.record();
+    };
+
+    expect(judge(tell(4001))).toEqual([]);
+    expect(broken(tell(4000))).toEqual(['worse than off']);
+  });
+
+  it('excuses a dead holder for 1 s after its death, not more', () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        story.ask('i1', 0);
+        story.die('i1', 100);
+        story.error(story.ask('i0', 1100 + step), 1100 + step + T, 504);
+      },
+      { phases: [failing({ kind: 'token', expiresIn: 100 }, 20, 4500)] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['worse than off']);
+  });
+
+  it("excuses a timeout while its own instance's calls on the key's item failed, and nothing else's", () => {
+    const tell = (instance: string, item: string) => {
+      const story = new Story();
+      story.fault(instance, 100, item, 'hang');
+      story.error(story.ask('i0', 0), T, 504);
+      return story.record();
+    };
+
+    expect(judge(tell('i0', 'a'))).toEqual([]);
+    expect(broken(tell('i0', 'b'))).toEqual(['worse than off']);
+    expect(broken(tell('i1', 'a'))).toEqual(['worse than off']);
+  });
+
+  it('lets an error stand where off would surely have answered the same', () => {
+    const story = new Story({ phases: [failing({ kind: 'error' })] });
+    refused(story, 'i0', 0, 502);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('holds off to its exact deadline: an IdP that always answers in T surely answers', () => {
+    const tell = (maxMs: number) => {
+      const story = new Story({ phases: [failing({ kind: 'token', expiresIn: 100 }, maxMs)] });
+      story.error(story.ask('i0', 0), T, 504);
+      return story.record();
+    };
+
+    expect(judge(tell(T + 1))).toEqual([]);
+    expect(broken(tell(T))).toEqual(['worse than off']);
+  });
+
+  it('never justifies one failure by another kind', () => {
+    const story = new Story();
+    story.failed('i0', 0, 'error');
+    refused(story, 'i0', 500, 401);
+
+    expect(broken(story.record())).toEqual(['worse than off']);
+  });
+
+  it("with memory, takes its own call's failure however late it was sent", () => {
+    const story = new Story({ cache: 'memory' });
+    const request = story.ask('i0', 0);
+    story.call(request, 'unauthorized', { sentAt: 100 });
+    story.error(request, 100, 401);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('shares any failure but a timeout whatever the deadlines', () => {
+    const story = new Story();
+    story.failed('i0', 0, 'error', { latencyMs: 4000 });
+    story.error(story.ask('i1', 3000), 4000, 502);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it("excuses only a timeout by the table's failure", () => {
+    const story = new Story();
+    story.fault('i0', 100, 'a', 'hang');
+    story.error(story.ask('i0', 0), 200, 502);
+
+    expect(broken(story.record())).toEqual(['worse than off']);
+  });
+
+  it('excuses a holder whose claim stopped landing, not one whose writes landed', () => {
+    const tell = (fault: 'hang' | 'slow') => {
+      const story = new Story({ phases: [failing({ kind: 'token', expiresIn: 100 }, 20, 4500)] });
+      story.fault('i1', 100, 'a', fault, 'put');
+      story.error(story.ask('i0', 500), 500 + T, 504);
+      return story.record();
+    };
+
+    expect(judge(tell('hang'))).toEqual([]);
+    expect(broken(tell('slow'))).toEqual(['worse than off']);
+  });
+
+  it('remembers a failure on its own instance exactly, whatever the spread', () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        story.failed('i0', 0, 'error');
+        refused(story, 'i0', 1000 + step, 502);
+      },
+      { skews: [0, 2000] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['worse than off']);
+  });
+
+  it('never remembers a timeout cut short, whatever the spread', () => {
+    const story = new Story({ skews: [0, 2000] });
+    const leader = story.ask('i0', 0);
+    story.call(leader, 'timeout', { budgetMs: 4000 });
+    story.error(leader, 4000, 504);
+    refused(story, 'i1', 4500, 504);
+
+    expect(broken(story.record())).toEqual(['worse than off']);
+  });
+
+  it('finds a remembered failure however the calls overlapped', () => {
+    const story = new Story();
+    story.failed('i0', 0, 'error', { latencyMs: 3000 });
+    story.failed('i1', 100, 'unauthorized');
+    refused(story, 'i2', 5100, 401);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+});
+
+describe('assertion', () => {
+  const J = secretKey('j', 'client-a', 'assertion');
+
+  it("answers a caller's assertion only with its own call's token", () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        const { token } = story.miss('i0', 0, { key: 'j' });
+        if (step) story.kept('i0', 1000, token, 'hit', { key: 'j' });
+      },
+      { keys: [A, J] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['assertion']);
+  });
+
+  it('answers it an error only from its own call, never a remembered one', () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        story.failed('i0', 0, 'error', { key: 'j' });
+        const request = story.ask('i0', 500, { key: 'j' });
+        if (step === 0) story.call(request, 'error');
+        story.error(request, 500, 502);
+      },
+      { keys: [A, J] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['assertion']);
+  });
+
+  it('answers it only miss, only with the token its own call got', () => {
+    const tell = (header: 'miss' | 'hit', token?: string) => {
+      const story = new Story({ keys: [A, J] });
+      const other = story.miss('i1', 0, { key: 'j' }).token;
+      story.miss('i0', 10, { key: 'j', states: { header, ...(token ? { token: other } : {}) } });
+      return story.record();
+    };
+
+    expect(judge(tell('miss'))).toEqual([]);
+    expect(broken(tell('hit'))).toEqual(['assertion']);
+    expect(broken(tell('miss', 'other'))).toEqual(['expires_in', 'assertion']);
+  });
+
+  it('answers it a 503 under a hold, and no error its own call did not get', () => {
+    const story = new Story({ keys: [A, J] });
+    story.failed('i0', 0, 'throttled', { key: 'j', retryAfterS: 10 });
+    story.error(story.ask('i0', 1000, { key: 'j' }), 1000, 503, { retryAfter: 9 });
+    const held = story.record();
+    story.failed('i1', 0, 'error', { key: 'j', states: { status: 504, code: 'upstream_timeout' } });
+
+    expect(judge(held)).toEqual([]);
+    expect(broken(story.record())).toEqual(['assertion']);
+  });
+
+  it('answers it the token its own second call got', () => {
+    const story = new Story({ keys: [A, J] });
+    const request = story.ask('i0', 0, { key: 'j' });
+    story.call(request, 'error');
+    const { token, expiresIn } = story.call(request, 'token', { sentAt: 10 });
+    story.answer(request, 10, { status: 200, header: 'miss', token, expiresIn });
+
+    expect(judge(story.record())).toEqual([]);
+  });
+});
+
+describe('hold kept', () => {
+  /** i0 is throttled for 10 s at 0; the 503 is answered at 10, when the fleet may know. */
+  const throttled = (story: Story, key = 'a') => story.failed('i0', 0, 'throttled', { key, retryAfterS: 10, answerAfterMs: 10 });
+
+  it('sends nothing more for the key from the instance that got the throttle until it ends', () => {
+    const [kept, past] = twice((story, step) => {
+      throttled(story);
+      story.miss('i0', 10_000 - step);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['hold kept']);
+  });
+
+  it('binds the fleet for requests that arrive after the answer it was published before', () => {
+    const [kept, past] = twice((story, step) => {
+      throttled(story);
+      story.miss('i1', 10 + step, { sentAt: 4000 });
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['hold kept']);
+  });
+
+  it('lets the fleet end it early by the clock spread, not more', () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        throttled(story);
+        story.miss('i1', 8000 - step);
+      },
+      { skews: [0, 2000] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['hold kept']);
+  });
+
+  it("excuses the fleet's calls when its table or pepper failed the caller, or the holder before publishing", () => {
+    const tell = (trouble: (story: Story) => void) => {
+      const story = new Story();
+      throttled(story);
+      trouble(story);
+      story.miss('i1', 5000);
+      return story.record();
+    };
+
+    expect(judge(tell((story) => story.fault('i1', 5000, 'hold:client-a')))).toEqual([]);
+    expect(judge(tell((story) => story.pepperFault('i1', 5000)))).toEqual([]);
+    expect(judge(tell((story) => story.fault('i0', 5, 'hold:client-a', 'error', 'put')))).toEqual([]);
+    expect(judge(tell((story) => story.tamper(3000, 'hold:client-a', 'delete')))).toEqual([]);
+    expect(judge(tell((story) => story.rotate(1000)))).toEqual([]);
+    expect(broken(tell((story) => story.fault('i2', 5000, 'hold:client-a')))).toEqual(['hold kept']);
+    expect(broken(tell((story) => story.tamper(3000, 'hold:client-b', 'delete')))).toEqual(['hold kept']);
+  });
+
+  it('with memory, binds only the instance that got it', () => {
+    const story = new Story({ cache: 'memory' });
+    throttled(story);
+    story.miss('i1', 5000);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('holds the whole client id while its secret is proven by a token up to a lifetime past its expiry', () => {
+    const [kept, past] = twice((story, step) => {
+      story.miss('i0', 0);
+      story.failed('i0', 199_999 + step, 'throttled', { retryAfterS: 10 });
+      story.miss('i0', 200_001, { key: 'b' });
+    });
+
+    expect(broken(kept)).toEqual(['hold kept']);
+    expect(judge(past)).toEqual([]);
+  });
+
+  it("holds a stored credential's hold to that credential alone", () => {
+    const C = secretKey('c', 'client-a', 'credential');
+    const story = new Story({ keys: [A, C] });
+    story.miss('i0', 0, { key: 'c' });
+    story.failed('i0', 1000, 'throttled', { key: 'c', retryAfterS: 10, noCache: true });
+    story.miss('i0', 2000);
+    const held = story.record();
+    story.miss('i0', 3000, { key: 'c', noCache: true });
+
+    expect(judge(held)).toEqual([]);
+    expect(broken(story.record())).toEqual(['hold kept']);
+  });
+
+  it("holds a caller's assertion's hold to the client's assertions", () => {
+    const J = secretKey('j', 'client-a', 'assertion');
+    const K = secretKey('k', 'client-a', 'assertion');
+    const story = new Story({ keys: [A, J, K] });
+    story.failed('i0', 0, 'throttled', { key: 'j', retryAfterS: 10 });
+    story.miss('i0', 2000);
+    const held = story.record();
+    story.miss('i0', 3000, { key: 'k' });
+
+    expect(judge(held)).toEqual([]);
+    expect(broken(story.record())).toEqual(['hold kept']);
+  });
+
+  it('lets a call sent the very moment the throttle ended through', () => {
+    const story = new Story();
+    story.failed('i0', 0, 'throttled', { retryAfterS: 10, latencyMs: 100 });
+    story.miss('i0', 50, { sentAt: 100 });
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('binds its own instance at once, before the throttle was answered', () => {
+    const story = new Story();
+    throttled(story);
+    story.miss('i0', 5);
+
+    expect(broken(story.record())).toEqual(['hold kept']);
+  });
+
+  it('binds no other instance when the request that earned it was never answered', () => {
+    const story = new Story();
+    story.call(story.ask('i0', 0), 'throttled', { retryAfterS: 10 });
+    story.die('i0', 5);
+    story.miss('i1', 1000);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('holds the client id on a proof read from the table, and not on one never surely published', () => {
+    const tell = (trouble: (story: Story) => void) => {
+      const story = new Story();
+      story.miss('i1', 0, { answerAfterMs: 10 });
+      trouble(story);
+      story.failed('i0', 1000, 'throttled', { retryAfterS: 10, noCache: true });
+      story.miss('i0', 2000, { key: 'b' });
+      return story.record();
+    };
+
+    expect(broken(tell(() => undefined))).toEqual(['hold kept']);
+    expect(judge(tell((story) => story.fault('i1', 5, 'a', 'error', 'put')))).toEqual([]);
+    expect(broken(tell((story) => story.fault('i1', 5, 'a', 'none', 'put')))).toEqual(['hold kept']);
+  });
+
+  it('holds the client id on no proof a 401 ended, nor beyond its client id and token URL', () => {
+    const C = { ...secretKey('c', 'client-b'), tokenUrl: URL };
+    const D = { ...secretKey('d'), tokenUrl: `${URL}?tenant=2` };
+    const tell = (rejectedFirst: boolean, key: string) => {
+      const story = new Story({ keys: [A, B, C, D] });
+      story.miss('i0', 0);
+      if (rejectedFirst) story.failed('i1', 500, 'unauthorized', { noCache: true });
+      story.failed('i0', 1000, 'throttled', { retryAfterS: 10, noCache: true });
+      story.miss('i0', 2000, { key });
+      return story.record();
+    };
+
+    expect(broken(tell(false, 'b'))).toEqual(['hold kept']);
+    expect(judge(tell(true, 'b'))).toEqual([]);
+    expect(judge(tell(false, 'c'))).toEqual([]);
+    expect(judge(tell(false, 'd'))).toEqual([]);
+  });
+
+  it("holds the client id on another instance's proof only while every clock counts it alive", () => {
+    const tell = (at: number) => {
+      const story = new Story({ skews: [0, 2000] });
+      story.miss('i1', 0);
+      story.failed('i0', at, 'throttled', { retryAfterS: 10 });
+      story.miss('i0', at + 1, { key: 'b' });
+      return story.record();
+    };
+
+    expect(broken(tell(197_999))).toEqual(['hold kept']);
+    expect(judge(tell(198_000))).toEqual([]);
+  });
+
+  it("excuses the fleet when the source key's own item was tampered with", () => {
+    const story = new Story();
+    throttled(story);
+    story.tamper(3000, 'a', 'rewrite');
+    story.miss('i1', 5000);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+});
+
+describe('hold earned', () => {
+  it('answers 503 only under a hold', () => {
+    const story = new Story();
+    story.error(story.ask('i0', 0), 0, 503, { retryAfter: 1 });
+
+    expect(broken(story.record())).toEqual(['hold earned']);
+  });
+
+  it("states its own throttle's retry-after", () => {
+    const [kept, past] = twice((story, step) => story.failed('i0', 0, 'throttled', { retryAfterS: 10, states: { retryAfter: 10 + step } }));
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['hold earned']);
+  });
+
+  it('counts the seconds left down, rounded up, on the instance that got it', () => {
+    const tell = (at: number, retryAfter: number) => {
+      const story = new Story();
+      story.failed('i0', 0, 'throttled', { retryAfterS: 10 });
+      story.error(story.ask('i0', at), at, 503, { retryAfter });
+      return story.record();
+    };
+
+    expect(judge(tell(4000, 6))).toEqual([]);
+    expect(broken(tell(4000, 7))).toEqual(['hold earned']);
+    expect(broken(tell(4000, 5))).toEqual(['hold earned']);
+    expect(judge(tell(9999, 1))).toEqual([]);
+    expect(broken(tell(10_000, 1))).toEqual(['hold earned']);
+  });
+
+  it('lets the fleet count it down give or take the clock spread', () => {
+    const tell = (retryAfter: number) => {
+      const story = new Story({ skews: [0, 2000] });
+      story.failed('i0', 0, 'throttled', { retryAfterS: 10 });
+      story.error(story.ask('i1', 4000), 4000, 503, { retryAfter });
+      return story.record();
+    };
+
+    expect(judge(tell(8))).toEqual([]);
+    expect(judge(tell(4))).toEqual([]);
+    expect(broken(tell(9))).toEqual(['hold earned']);
+    expect(broken(tell(3))).toEqual(['hold earned']);
+  });
+
+  it('never shortens a known hold for a later, shorter one', () => {
+    const tell = (retryAfter: number) => {
+      const story = new Story();
+      story.failed('i0', 0, 'throttled', { retryAfterS: 30, latencyMs: 100 });
+      story.failed('i1', 50, 'throttled', { retryAfterS: 5, latencyMs: 10 });
+      story.error(story.ask('i0', 1000), 1000, 503, { retryAfter });
+      return story.record();
+    };
+
+    expect(judge(tell(30))).toEqual([]);
+    expect(broken(tell(5))).toEqual(['hold earned']);
+  });
+
+  it("with memory, answers no other instance's hold", () => {
+    const story = new Story({ cache: 'memory' });
+    story.failed('i0', 0, 'throttled', { retryAfterS: 10 });
+    story.error(story.ask('i1', 4000), 4000, 503, { retryAfter: 6 });
+
+    expect(broken(story.record())).toEqual(['hold earned']);
+  });
+
+  it("answers a proven client's hold to its other keys", () => {
+    const story = new Story();
+    story.miss('i0', 0);
+    story.failed('i0', 1000, 'throttled', { retryAfterS: 10, noCache: true });
+    story.error(story.ask('i0', 2000, { key: 'b' }), 2000, 503, { retryAfter: 9 });
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('answers those who waited on a throttled exchange its retry-after', () => {
+    const tell = (answeredAt: number) => {
+      const story = new Story();
+      const waiter = story.ask('i1', 0);
+      story.failed('i0', 0, 'throttled', { retryAfterS: 10, latencyMs: 100 });
+      story.error(waiter, answeredAt, 503, { retryAfter: 10 });
+      return story.record();
+    };
+
+    expect(judge(tell(100))).toEqual([]);
+    expect(broken(tell(99))).toEqual(['hold earned']);
+  });
+
+  it("never shortens another instance's hold it surely knew", () => {
+    const tell = (retryAfter: number) => {
+      const story = new Story();
+      story.failed('i0', 0, 'throttled', { retryAfterS: 30 });
+      story.failed('i1', 0, 'throttled', { retryAfterS: 5 });
+      story.error(story.ask('i1', 1000), 1000, 503, { retryAfter });
+      return story.record();
+    };
+
+    expect(judge(tell(29))).toEqual([]);
+    expect(broken(tell(4))).toEqual(['hold earned']);
+  });
+
+  it("answers a client's other keys the hold of a secret possibly proven, and never of one unproven", () => {
+    const tell = (proof: (story: Story) => void) => {
+      const story = new Story();
+      proof(story);
+      story.failed('i0', 1000, 'throttled', { retryAfterS: 10, noCache: true });
+      story.error(story.ask('i1', 2000, { key: 'b' }), 2000, 503, { retryAfter: 9 });
+      return story.record();
+    };
+    const unpublished = (story: Story) => {
+      story.miss('i2', 0, { answerAfterMs: 10 });
+      story.fault('i2', 5, 'a', 'error', 'put');
+    };
+
+    expect(judge(tell(unpublished))).toEqual([]);
+    expect(broken(tell(() => undefined))).toEqual(['hold earned']);
+  });
+
+  it("with memory, answers its own instance's hold", () => {
+    const story = new Story({ cache: 'memory' });
+    story.failed('i0', 0, 'throttled', { retryAfterS: 10 });
+    story.error(story.ask('i0', 4000), 4000, 503, { retryAfter: 6 });
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it("knows its own instance's hold before the fleet does", () => {
+    const tell = (retryAfter: number) => {
+      const story = new Story();
+      story.failed('i0', 0, 'throttled', { retryAfterS: 30, answerAfterMs: 10 });
+      story.failed('i1', 0, 'throttled', { retryAfterS: 5, latencyMs: 2, answerAfterMs: 1 });
+      story.error(story.ask('i0', 5), 5, 503, { retryAfter });
+      return story.record();
+    };
+
+    expect(judge(tell(30))).toEqual([]);
+    expect(broken(tell(5))).toEqual(['hold earned']);
+  });
+});
+
+describe('burst', () => {
+  const erring = { phases: [failing({ kind: 'error' })] };
+
+  /** i0's exchange fails from 0 to 20, remembered until 1020; then calls by requests that arrive in the burst. */
+  function burst(story: Story, ...calls: [instance: string, at: number, options?: AskOptions][]): void {
+    story.failed('i0', 0, 'error', { latencyMs: 20 });
+    for (const [instance, at, options] of calls) story.failed(instance, at, 'error', options);
+  }
+
+  it('lets the requests that arrive while an exchange runs or its failure is remembered reach the IdP twice, not thrice', () => {
+    const [kept, past] = twice((story, step) => burst(story, ['i1', 500], ['i2', 600], ['i1', 1021 - step]), erring);
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['burst']);
+  });
+
+  it('with memory, lets them reach it once per instance', () => {
+    const [kept, past] = twice((story, step) => burst(story, ['i0', 500], ...(step ? ([['i0', 600]] as [string, number][]) : [])), {
+      ...erring,
+      cache: 'memory',
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['burst']);
+  });
+
+  it("ends another instance's burst early by the clock spread", () => {
+    const [kept, past] = twice((story, step) => burst(story, ['i1', 300], ['i2', 400], ['i1', 521 - step]), {
+      ...erring,
+      skews: [0, 500, 500],
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['burst']);
+  });
+
+  it('lets a request whose deadline ends more than a fifth of the deadline later make its own call', () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        story.failed('i0', 0, 'unauthorized', { latencyMs: 20 });
+        for (const [instance, at] of [
+          ['i1', 100],
+          ['i2', 200],
+          ['i1', 1201 - step],
+        ] as const)
+          story.failed(instance, at, 'unauthorized');
+      },
+      { phases: [failing({ kind: 'reject' })] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['burst']);
+  });
+
+  it("excuses a caller whose table or pepper failed it, a holder that died, the key's item tampered with, a rotation", () => {
+    const tell = (trouble: (story: Story) => void, third: AskOptions = {}) => {
+      const story = new Story(erring);
+      trouble(story);
+      burst(story, ['i1', 500], ['i2', 600], ['i1', 1020, third]);
+      return story.record();
+    };
+    const holder = (key: string) => (story: Story) => {
+      story.ask('i3', 100, { key });
+      story.die('i3', 200);
+    };
+
+    expect(judge(tell((story) => story.fault('i1', 1000)))).toEqual([]);
+    expect(judge(tell((story) => story.pepperFault('i1', 1000)))).toEqual([]);
+    expect(judge(tell(holder('a')))).toEqual([]);
+    expect(judge(tell((story) => story.tamper(700, 'a', 'garbage')))).toEqual([]);
+    expect(judge(tell((story) => story.rotate(900)))).toEqual([]);
+    expect(judge(tell(() => undefined, { noCache: true }))).toEqual([]);
+    expect(broken(tell((story) => story.fault('i3', 1000)))).toEqual(['burst']);
+    expect(broken(tell(holder('b')))).toEqual(['burst']);
+    expect(broken(tell((story) => story.tamper(700, 'b', 'garbage')))).toEqual(['burst']);
+  });
+
+  it('excuses the calls after a token too big for a table item', () => {
+    const tell = (bytes: number) => {
+      const story = new Story({ phases: [failing({ kind: 'reject' })] });
+      story.failed('i0', 0, 'unauthorized', { latencyMs: 20 });
+      story.miss('i1', 100, { latencyMs: 20, bytes });
+      story.miss('i2', 110, { sentAt: 200 });
+      story.miss('i3', 115, { sentAt: 300 });
+      return story.record();
+    };
+
+    expect(judge(tell(400 * 1024 + 1))).toEqual([]);
+    expect(broken(tell(400 * 1024))).toEqual(['burst']);
+  });
+
+  it('with memory, counts only the calls of the instance whose exchange began the burst', () => {
+    const story = new Story({ ...erring, cache: 'memory' });
+    burst(story, ['i0', 500], ['i1', 600], ['i2', 700]);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('counts only requests that arrived after its exchange was sent', () => {
+    const story = new Story(erring);
+    const early = story.ask('i1', 0);
+    story.call(early, 'error', { sentAt: 900 });
+    story.error(early, 900, 502);
+    burst(story, ['i1', 500], ['i2', 600]);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('excuses a no-cache request only once the failure it would be told is remembered', () => {
+    const story = new Story(erring);
+    const early = story.ask('i1', 20, { noCache: true });
+    story.call(early, 'error', { sentAt: 20 });
+    story.error(early, 20, 502);
+    burst(story, ['i1', 500], ['i2', 600]);
+
+    expect(broken(story.record())).toEqual(['burst']);
+  });
+
+  it("never counts a caller's own assertions", () => {
+    const J = secretKey('j', 'client-a', 'assertion');
+    const story = new Story({ ...erring, keys: [A, J] });
+    for (const at of [0, 100, 200, 300]) story.failed('i0', at, 'error', { key: 'j', latencyMs: 20 });
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('excuses no caller whose table and pepper answered without fault', () => {
+    const story = new Story(erring);
+    story.fault('i1', 1000, 'a', 'none');
+    story.pepperFault('i1', 1000, 'none');
+    burst(story, ['i1', 500], ['i2', 600], ['i1', 1020]);
+
+    expect(broken(story.record())).toEqual(['burst']);
+  });
+});
+
+describe('fresh token kept', () => {
+  it('asks the IdP nothing while its own kept token is fresh', () => {
+    const [kept, past] = twice((story, step) => {
+      story.miss('i0', 0);
+      story.miss('i0', 50_000 - step);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['fresh token kept']);
+  });
+
+  it('asks nothing while a published copy is fresh, give or take the clock spread', () => {
+    const tell = (at: number, skews?: number[]) => {
+      const story = new Story({ skews });
+      story.miss('i0', 0);
+      story.miss('i1', at);
+      return story.record();
+    };
+
+    expect(judge(tell(50_000))).toEqual([]);
+    expect(broken(tell(49_999))).toEqual(['fresh token kept']);
+    expect(judge(tell(48_000, [0, 2000]))).toEqual([]);
+    expect(broken(tell(47_999, [0, 2000]))).toEqual(['fresh token kept']);
+  });
+
+  it('asks for a no-cache request, and with memory for another instance', () => {
+    const story = new Story({ cache: 'memory' });
+    story.miss('i0', 0);
+    story.miss('i0', 6000, { noCache: true });
+    story.miss('i1', 7000);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('demands no copy its receiver could not surely publish, nor one the reader could not read', () => {
+    const tell = (instance: string, at: number) => {
+      const story = new Story();
+      story.miss('i0', 0, { answerAfterMs: 10 });
+      story.fault(instance, at, 'a', 'lost-answer', 'put');
+      story.miss('i1', 1000);
+      return story.record();
+    };
+
+    expect(judge(tell('i0', 5))).toEqual([]);
+    expect(judge(tell('i1', 1000))).toEqual([]);
+    expect(broken(tell('i2', 1000))).toEqual(['fresh token kept']);
+  });
+
+  it("lets a call through once a 401 may have ended the key's token", () => {
+    const story = new Story();
+    story.miss('i0', 0);
+    story.failed('i1', 10_000, 'unauthorized', { noCache: true });
+    story.miss('i0', 20_000);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+});
+
+describe('one refresh at a time', () => {
+  it('refreshes a key once at a time across the fleet', () => {
+    const [kept, past] = twice((story, step) => {
+      story.miss('i0', 0);
+      story.miss('i0', 50_000, { latencyMs: 100 });
+      story.miss('i1', 50_100 - step);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['one refresh at a time']);
+  });
+
+  it('with memory, once at a time per instance', () => {
+    const tell = (cache: 'memory' | 'shared') => {
+      const story = new Story({ cache });
+      story.miss('i0', 0);
+      story.miss('i1', 0);
+      story.miss('i0', 50_000, { latencyMs: 100 });
+      story.miss('i1', 50_050);
+      return story.record();
+    };
+
+    expect(judge(tell('memory'))).toEqual([]);
+    expect(broken(tell('shared'))).toEqual(['one refresh at a time']);
+  });
+
+  it('excuses the second when the first refresher died', () => {
+    const tell = (dies: string) => {
+      const story = new Story();
+      story.miss('i0', 0);
+      const first = story.ask('i0', 50_000);
+      story.call(first, 'token', { latencyMs: 2000 });
+      story.die(dies, 50_010);
+      story.miss('i1', 51_500);
+      return story.record(53_000);
+    };
+
+    expect(judge(tell('i0'))).toEqual([]);
+    expect(broken(tell('i2'))).toEqual(['one refresh at a time']);
+  });
+
+  it("excuses the second when either refresher's table failed it", () => {
+    const story = new Story();
+    story.miss('i0', 0);
+    story.miss('i0', 50_000, { latencyMs: 100 });
+    story.fault('i0', 50_001, 'a', 'hang', 'put');
+    story.miss('i1', 50_050);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('with memory, refreshes once at a time on one instance', () => {
+    const story = new Story({ cache: 'memory' });
+    story.miss('i0', 0);
+    story.miss('i0', 50_000, { latencyMs: 100 });
+    story.miss('i0', 50_050);
+
+    expect(broken(story.record())).toEqual(['one refresh at a time']);
+  });
+
+  it('excuses the second when its own table failed it, the item was tampered with, or the pepper rotated', () => {
+    const tell = (trouble: (story: Story) => void) => {
+      const story = new Story();
+      story.miss('i0', 0);
+      trouble(story);
+      story.miss('i0', 50_000, { latencyMs: 100 });
+      story.miss('i1', 50_050);
+      return story.record();
+    };
+
+    expect(judge(tell((story) => story.fault('i1', 50_050, 'a', 'slow')))).toEqual([]);
+    expect(judge(tell((story) => story.fault('i0', 50_001, 'a', 'slow', 'put')))).toEqual([]);
+    expect(judge(tell((story) => story.tamper(49_000, 'a', 'rewrite')))).toEqual([]);
+    expect(judge(tell((story) => story.rotate(49_000)))).toEqual([]);
+    expect(broken(tell((story) => story.fault('i2', 50_050, 'a', 'slow')))).toEqual(['one refresh at a time']);
+  });
+
+  it('counts no call made once the token went stale as a refresh', () => {
+    const story = new Story();
+    story.miss('i0', 0);
+    story.miss('i0', 69_000, { latencyMs: 2000 });
+    story.miss('i1', 70_000);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it("counts another instance's call as a refresh only once every clock puts its copy in the window", () => {
+    const tell = (at: number) => {
+      const story = new Story({ skews: [0, 2000] });
+      story.miss('i0', 0);
+      story.miss('i0', 50_000, { latencyMs: 4000 });
+      story.miss('i1', at);
+      return story.record();
+    };
+
+    expect(judge(tell(51_999))).toEqual([]);
+    expect(broken(tell(52_000))).toEqual(['one refresh at a time']);
+  });
+
+  it("excuses a tampering or a rotation only within their windows, and no death but the first refresher's", () => {
+    const tell = (trouble: (story: Story) => void) => {
+      const story = new Story();
+      story.kept('i1', 1000, story.miss('i0', 0).token); // i1 holds it in memory, whatever the table says
+      trouble(story);
+      story.miss('i0', 50_000, { latencyMs: 100 });
+      story.miss('i1', 50_050);
+      return story.record(50_200);
+    };
+
+    expect(judge(tell((story) => story.tamper(50_000 - T, 'a', 'rewrite')))).toEqual([]);
+    expect(judge(tell((story) => story.rotate(50_050 - 60_000)))).toEqual([]);
+    expect(broken(tell((story) => story.tamper(50_000 - T - 1, 'a', 'rewrite')))).toEqual(['one refresh at a time']);
+    expect(broken(tell((story) => story.rotate(50_050 - 60_001)))).toEqual(['one refresh at a time']);
+    expect(
+      broken(
+        tell((story) => {
+          story.ask('i2', 50_010);
+          story.die('i2', 50_020);
+        }),
+      ),
+    ).toEqual(['one refresh at a time']);
+  });
+});
+
+describe('refresh fires', () => {
+  it('refreshes before the token goes stale once a request comes in its window', () => {
+    const [kept, past] = twice((story, step) => {
+      const { token } = story.miss('i0', 0);
+      story.kept('i0', 50_000, token);
+      story.miss('i0', 70_000 + step);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['refresh fires']);
+  });
+
+  it('is not due before the window opens', () => {
+    const [kept, past] = twice((story, step) => story.kept('i0', 49_999 + step, story.miss('i0', 0).token));
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['refresh fires']);
+  });
+
+  it("is due from another instance's request only past the window's middle, give or take the spread", () => {
+    const tell = (at: number, skews?: number[]) => {
+      const story = new Story({ skews });
+      story.kept('i1', at, story.miss('i0', 0).token);
+      return story.record();
+    };
+
+    expect(judge(tell(59_999))).toEqual([]);
+    expect(broken(tell(60_000))).toEqual(['refresh fires']);
+    expect(judge(tell(61_999, [0, 2000]))).toEqual([]);
+    expect(broken(tell(62_000, [0, 2000]))).toEqual(['refresh fires']);
+  });
+
+  it('is not due while a failure is remembered for the key', () => {
+    const [kept, past] = twice((story, step) => {
+      const { token } = story.miss('i0', 0);
+      story.failed('i0', 48_000, 'unauthorized', { noCache: true });
+      story.kept('i0', 52_999 + step, token);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['refresh fires']);
+  });
+
+  it('is not due while a hold covers the key, with memory only on the instance that got it', () => {
+    const tell = (cache: 'memory' | 'shared') => {
+      const story = new Story({ cache });
+      const { token } = story.miss('i0', 0);
+      story.failed('i1', 49_000, 'throttled', { retryAfterS: 30, noCache: true });
+      story.kept('i0', 50_000, token);
+      return story.record();
+    };
+
+    expect(judge(tell('shared'))).toEqual([]);
+    expect(broken(tell('memory'))).toEqual(['refresh fires']);
+  });
+
+  it('excuses a refresher that died', () => {
+    const story = new Story();
+    story.kept('i0', 50_000, story.miss('i0', 0).token);
+    story.ask('i1', 50_100);
+    story.die('i1', 50_200);
+
+    expect(judge(story.record(70_001))).toEqual([]);
+  });
+
+  it("gives another instance's trigger the clock spread to see the token stale", () => {
+    const tell = (at: number) => {
+      const story = new Story({ skews: [0, 2000, 0] });
+      story.kept('i1', 62_000, story.miss('i0', 0).token);
+      story.miss('i2', at);
+      return story.record();
+    };
+
+    expect(judge(tell(72_000))).toEqual([]);
+    expect(broken(tell(72_001))).toEqual(['refresh fires']);
+  });
+
+  it("counts only a call for the token's key, sent once its window opened", () => {
+    const tell = (key: string, at: number) => {
+      const story = new Story();
+      const { token } = story.miss('i0', 0);
+      story.failed('i1', at, 'error', { key, noCache: true });
+      story.kept('i0', 55_000, token);
+      return story.record();
+    };
+
+    expect(judge(tell('a', 50_000))).toEqual([]);
+    expect(broken(tell('a', 49_999))).toEqual(['refresh fires']);
+    expect(broken(tell('b', 50_000))).toEqual(['refresh fires']);
+  });
+
+  it("with memory, counts only the receiver's own call or token", () => {
+    const tell = (cache: 'memory' | 'shared') => {
+      const story = new Story({ cache });
+      const { token } = story.miss('i0', 0);
+      story.kept('i0', 50_000, token);
+      story.miss('i1', 55_000);
+      return story.record();
+    };
+
+    expect(judge(tell('shared'))).toEqual([]);
+    expect(broken(tell('memory'))).toEqual(['refresh fires']);
+  });
+
+  it('is not due once a newer token came', () => {
+    const story = new Story();
+    const { token } = story.miss('i0', 0);
+    story.miss('i0', 40_000, { latencyMs: 20, noCache: true });
+    story.kept('i1', 65_000, token);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it("excuses no death of another key's holder", () => {
+    const story = new Story();
+    story.kept('i0', 50_000, story.miss('i0', 0).token);
+    story.ask('i1', 50_100, { key: 'b' });
+    story.die('i1', 50_200);
+
+    expect(broken(story.record(70_001))).toEqual(['refresh fires']);
+  });
+
+  it('is not due while a hold covers the key, until it ends', () => {
+    const [kept, past] = twice((story, step) => {
+      const { token } = story.miss('i0', 0);
+      story.failed('i0', 45_000, 'throttled', { retryAfterS: 10, noCache: true });
+      story.kept('i0', 54_999 + step, token);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['refresh fires']);
+  });
+
+  it("is due by the first request's reckoning: its receiver's exactly, though a copy came later", () => {
+    const tell = (at: number) => {
+      const story = new Story({ skews: [0, 2000, 0] });
+      const { token } = story.miss('i0', 0);
+      story.kept('i0', 50_000, token);
+      story.kept('i1', 62_000, token);
+      story.miss('i2', at);
+      return story.record();
+    };
+
+    expect(judge(tell(70_000))).toEqual([]);
+    expect(broken(tell(70_001))).toEqual(['refresh fires']);
+  });
+
+  it('counts a call from when any clock may see the window open', () => {
+    const tell = (at: number) => {
+      const story = new Story({ skews: [0, 2000, 0] });
+      const { token } = story.miss('i0', 0);
+      story.failed('i1', at, 'error', { noCache: true });
+      story.kept('i0', 55_000, token);
+      return story.record();
+    };
+
+    expect(judge(tell(48_000))).toEqual([]);
+    expect(broken(tell(47_999))).toEqual(['refresh fires']);
+  });
+
+  it("with memory, counts the receiver's own call", () => {
+    const story = new Story({ cache: 'memory' });
+    const { token } = story.miss('i0', 0);
+    story.kept('i0', 50_000, token);
+    story.miss('i0', 55_000);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+});
+
+describe('no-cache reaches the fleet', () => {
+  /** i0 holds a token from 0; a no-cache request on i0 replaces it at 10 s. */
+  function replaced(story: Story, options: CallOptions & { answerAfterMs?: number } = {}): string {
+    const { token } = story.miss('i0', 0);
+    story.miss('i0', 10_000, { noCache: true, ...options });
+    return token;
+  }
+
+  it('reaches every other instance within 30 s', () => {
+    const [kept, past] = twice((story, step) => story.kept('i1', 40_000 + step, replaced(story)));
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['no-cache reaches the fleet']);
+  });
+
+  it('replaces the kept token on its own instance at once', () => {
+    const [kept, past] = twice((story, step) => {
+      const token = replaced(story);
+      story.kept('i0', 10_001, story.servedToken(-1));
+      story.kept('i0', 10_000 + step, token);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['no-cache reaches the fleet']);
+  });
+
+  it("excuses a reader whose table failed it on the key's item, a publisher whose table failed it, a rotation, the item tampered with", () => {
+    const tell = (trouble: (story: Story) => void) => {
+      const story = new Story();
+      const token = replaced(story, { answerAfterMs: 10 });
+      trouble(story);
+      story.kept('i1', 40_011, token);
+      return story.record();
+    };
+
+    expect(judge(tell((story) => story.fault('i1', 20_000, 'a')))).toEqual([]);
+    expect(judge(tell((story) => story.pepperFault('i1', 20_000)))).toEqual([]);
+    expect(judge(tell((story) => story.fault('i0', 10_005, 'a', 'error', 'put')))).toEqual([]);
+    expect(judge(tell((story) => story.rotate(1000)))).toEqual([]);
+    expect(judge(tell((story) => story.tamper(20_000, 'a', 'delete')))).toEqual([]);
+    expect(broken(tell((story) => story.fault('i1', 20_000, 'b')))).toEqual(['no-cache reaches the fleet']);
+    expect(broken(tell((story) => story.fault('i2', 20_000, 'a')))).toEqual(['no-cache reaches the fleet']);
+  });
+
+  it('replaces nothing with a token that cannot be kept', () => {
+    const story = new Story();
+    story.kept('i1', 40_001, replaced(story, { expiresIn: 20 }));
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('with memory, reaches only its own instance', () => {
+    const tell = (cache: 'memory' | 'shared') => {
+      const story = new Story({ cache });
+      const { token } = story.miss('i1', 0);
+      replaced(story);
+      story.kept('i1', 40_001, token);
+      return story.record();
+    };
+
+    expect(judge(tell('memory'))).toEqual([]);
+    expect(broken(tell('shared'))).toEqual(['no-cache reaches the fleet']);
+  });
+});
+
+describe('pepper', () => {
+  it('ignores items sealed with the old pepper from 60 s after a rotation', () => {
+    const [kept, past] = twice((story, step) => {
+      const { token } = story.miss('i0', 0, { expiresIn: 3600 });
+      story.rotate(1000);
+      story.kept('i1', 60_999 + step, token);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['pepper']);
+  });
+
+  it('keeps answering what an instance received or read before then, and what was sealed after', () => {
+    const story = new Story();
+    const { token } = story.miss('i0', 0, { expiresIn: 3600 });
+    story.rotate(1000);
+    story.kept('i1', 60_999, token);
+    story.kept('i1', 70_000, token);
+    story.kept('i0', 70_000, token);
+    story.kept('i2', 80_000, story.miss('i0', 2000, { key: 'b', expiresIn: 3600 }).token, 'hit', { key: 'b' });
+
+    expect(judge(story.record())).toEqual([]);
+  });
+
+  it('lets a token issued the very moment of the rotation through', () => {
+    const story = new Story();
+    story.rotate(0);
+    story.kept('i1', 61_000, story.miss('i0', 0, { expiresIn: 3600 }).token);
+
+    expect(judge(story.record())).toEqual([]);
+  });
+});

@@ -203,7 +203,7 @@ export interface Visit {
   readonly sightings: readonly Sighting[];
   /** Holders whose timeout this visit outlasts: it came while this request waited, with time left for its own exchange. */
   readonly outlasts: readonly string[];
-  /** Holders seen renewing after this request arrived, and since when on this clock: their exchange still ran then. */
+  /** Holders seen renewing, or claiming anew, after this request arrived, and since when on this clock: their exchange still ran then. */
   readonly ranAfter: readonly (readonly [holder: string, at: EpochMs])[];
 }
 
@@ -422,8 +422,14 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
   const outlasts = ended.filter((one) => outlasted(visit, one, now)).map((one) => one.holder);
   const failures = ended.flatMap((one) => (one.outcome.kind === 'failure' && !outlasts.includes(one.holder) ? [one.outcome.failure] : []));
   const failure = failures.filter((one) => !isHold(one)).at(-1);
+  // A claim this visit had not seen, absent from what it saw before: written since, so its exchange runs after this request came.
+  const claim = read.state?.activity.kind === 'claim' ? read.state.activity.claim : undefined;
+  const before = visit.mirror?.activity;
+  const fresh = claim && visit.mirror && !(before?.kind === 'claim' && before.claim.holder === claim.holder) && !visit.sightings.some((one) => one.holder === claim.holder);
+  const ranAfter = fresh ? [...visit.ranAfter, [claim.holder, visit.readAt] as const].slice(-visit.settings.kept.lineage) : visit.ranAfter;
   return {
     ...visit,
+    ranAfter,
     readAt: epochMs(now.epoch - (now.mono - read.startedAt)),
     priorReadAt: visit.readAt,
     appeared: visit.mirror ? ended.filter((one) => !visit.mirror?.ended.some((old) => old.holder === one.holder)).map((one) => one.holder) : [],
@@ -447,6 +453,9 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
     // A failure whose time is over is news of an exchange that ended before this request could share it;
     // a timeout it outlasts is that exchange's deadline, not this request's.
     if (ended.outcome.failure.until <= now.epoch || visit.outlasts.includes(ended.holder)) return undefined;
+    // A no-cache request takes no remembered failure: only one of an exchange this visit saw running after it came.
+    const ranSince = visit.ranAfter.some(([holder]) => holder === ended.holder);
+    if (visit.ask.noCache && !isHold(ended.outcome.failure) && !ranSince) return undefined;
     return failWith(visit, outcomeOf(visit, ended.outcome.failure, 'exchange', now), now);
   }
   const entry = sharedToken(ended.outcome, state as KeyItem, visit.ask.instance);

@@ -237,7 +237,7 @@ export class Facts {
     if (!this.shared || !issued.life.kept || issued.call.bytes > ITEM_LIMIT_BYTES) return undefined;
     const told = this.answers.get(issued.call.request)?.answeredAt;
     // Trouble anywhere in the request that got it: a visit that began without the table never publishes.
-    const asked = this.record.requests[issued.call.request]?.arrivedAt ?? issued.call.sentAt;
+    const asked = this.requests.get(issued.call.request)?.arrivedAt ?? issued.call.sentAt;
     if (told === undefined || this.troubled(issued.receiver, asked, told)) return undefined;
     return told;
   }

@@ -8,6 +8,8 @@ export interface ManualClock extends Clock {
   shiftWall(ms: number): void;
   /** Sleeps neither due nor aborted yet. */
   readonly sleeping: number;
+  /** How far ahead each of those sleeps is due, soonest first. */
+  readonly dueIn: number[];
 }
 
 interface Sleeper {
@@ -59,6 +61,9 @@ export function manualClock(epochStart = 1_800_000_000_000, monoStart = 10_000):
     },
     get sleeping() {
       return sleepers.size;
+    },
+    get dueIn() {
+      return [...sleepers].map((sleeper) => sleeper.due - mono).sort((a, b) => a - b);
     },
   };
 }

@@ -212,18 +212,23 @@ describe('pepperSource', () => {
     expect([text(await got), reads.map((read) => read.startedAt - (reads[0] as Read).startedAt)]).toEqual([PEPPER_C, [0, 30_000, 95_000]]);
   });
 
-  it('gives up after that one more read brings a pepper too old as well', async () => {
+  it('gives up after that one more read brings a pepper too old as well, blaming no failure since read past', async () => {
+    // Prepare: the first read failed; the second, a second later, brought the pepper.
     const { clock, get, nth } = source();
-    await (await nth(0)).answer(PEPPER_A);
+    await (await nth(0)).fail(named('AccessDeniedException'));
+    clock.advance(1000);
+    const first = get();
+    await (await nth(1)).answer(PEPPER_A);
+    expect(text(await first)).toBe(PEPPER_A);
     clock.advance(30_000);
     await get();
-    const refresh = await nth(1);
+    const refresh = await nth(2);
     clock.advance(65_000);
     const report: CacheReport = {};
 
     const got = get(report);
     await refresh.answer(PEPPER_B);
-    const last = await nth(2);
+    const last = await nth(3);
     clock.advance(60_000);
     await last.answer(PEPPER_C);
 

@@ -267,6 +267,13 @@ describe('against an endpoint that answers when told', () => {
     expect([await result, report]).toEqual([FAILED, { tableError: 'TimeoutError' }]);
   });
 
+  it('reads attributes that are not of the shape DynamoDB sends as absent', async () => {
+    const result = heldCalls.get('k');
+    (await held.next()).answer(200, JSON.stringify({ Item: { pk: { S: 'k' }, rev: { S: 5 }, expires: 'soon', state: { B: null } } }));
+
+    expect(await result).toEqual({ rev: undefined, expiresSeconds: undefined, sealed: undefined });
+  });
+
   it('reads an answer whose item is no object as no item', async () => {
     const result = heldCalls.get('k');
     (await held.next()).answer(200, '{"Item":"garbage"}');

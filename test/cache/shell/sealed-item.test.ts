@@ -1,8 +1,10 @@
 import { createCipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import { type ItemState, openState, sealState } from '../../lambda/cache/item-state';
-import { epochMs } from '../../lambda/cache/time';
-import { holdItemKeys, type ItemKeys, open, requestItemKeys, seal } from '../../lambda/cache/sealed-item';
+import { epochMs } from '../../../lambda/clock';
+import { EMPTY_MEMO, type ItemState } from '../../../lambda/cache/core/item';
+import { holdItemKeys, type ItemKeys, open, openState, requestItemKeys, seal, sealState } from '../../../lambda/cache/shell/sealed-item';
+
+// The sealed format of a table item: its keys, its seal, its TTL. A stored format: items outlive a deployment.
 
 const TEXT = JSON.stringify([
   ['accessTokenUrl', 'https://idp.example.com/token'],
@@ -12,19 +14,23 @@ const TEXT = JSON.stringify([
 const SECRET = 'sealed-item-test-secret';
 const PEPPER = Buffer.from('sealed-item-test-pepper-of-at-least-32-characters');
 const VALUE = {
-  kind: 'entry',
-  entry: { token: { access_token: 'eyJhbGciOi.sealed.token', token_type: 'Bearer', expires_in: 3600 }, receivedAt: 1_800_000_000_000 },
+  kind: 'key',
+  memo: {
+    kept: { token: { access_token: 'eyJhbGciOi.sealed.token', token_type: 'Bearer', expires_in: 3600 }, receivedAt: 1_800_000_000_000 },
+  },
 };
 const EXPIRES = 1_800_003_600;
 const DOMAIN = 'token-exchange/shared-token-cache/v2';
+const VERSION = 4;
+const HOLD_KEY = '["service-a","https://idp.example.com/token"]';
 
-/** A value in the sealed format (version, IV, ciphertext, tag; AAD = label, item key, expiry) around any plaintext. */
-function sealRaw(keys: ItemKeys, plaintext: string, expires = EXPIRES): Buffer {
+/** A value in the sealed format (version, IV, ciphertext, tag; AAD = label, item key, expiry) around any plaintext, as other code would seal it. */
+function sealRaw(keys: ItemKeys, plaintext: string, { version = VERSION, expires = EXPIRES } = {}): Buffer {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', keys.sealKey, iv);
   cipher.setAAD(Buffer.from(`${DOMAIN}\0${keys.itemKey}\0${expires}`));
   const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-  return Buffer.concat([Buffer.of(3), iv, ciphertext, cipher.getAuthTag()]);
+  return Buffer.concat([Buffer.of(version), iv, ciphertext, cipher.getAuthTag()]);
 }
 
 describe('requestItemKeys', () => {
@@ -46,20 +52,6 @@ describe('requestItemKeys', () => {
     });
   });
 
-  it.each([
-    ['another secret', () => requestItemKeys(PEPPER, `${SECRET}x`, TEXT)],
-    ['another request', () => requestItemKeys(PEPPER, SECRET, TEXT.replace('read', 'write'))],
-    [
-      'another pepper: a table copied to another deployment, or read by someone without it, gives nothing',
-      () => requestItemKeys(Buffer.from('another pepper'), SECRET, TEXT),
-    ],
-  ])('gives %s another item and another key', (_case, other) => {
-    const keys = requestItemKeys(PEPPER, SECRET, TEXT);
-
-    expect(other().itemKey).not.toBe(keys.itemKey);
-    expect(other().sealKey.equals(keys.sealKey)).toBe(false);
-  });
-
   it('derives the same keys in every version: items outlive a deployment, so the derivation is a stored format', () => {
     const keys = requestItemKeys(PEPPER, SECRET, TEXT);
 
@@ -67,27 +59,49 @@ describe('requestItemKeys', () => {
     expect(keys.sealKey.toString('hex')).toBe('d4231faf5e5f3e9b2402f7fb1487efc469e035bad3b6dcda92adf87ccc255fe9');
   });
 
-  it('derives keys for an empty secret too (a public client), from the request and the pepper', () => {
-    expect(requestItemKeys(PEPPER, '', TEXT).sealKey).toHaveLength(32);
+  it.each([
+    ['another secret', () => requestItemKeys(PEPPER, `${SECRET}x`, TEXT)],
+    ['another request', () => requestItemKeys(PEPPER, SECRET, TEXT.replace('read', 'write'))],
+    [
+      'another pepper: a table copied elsewhere, or read without it, gives nothing',
+      () => requestItemKeys(Buffer.from('another pepper'), SECRET, TEXT),
+    ],
+    ['no secret (a stored credential)', () => requestItemKeys(PEPPER, null, TEXT)],
+    ['an empty secret', () => requestItemKeys(PEPPER, '', TEXT)],
+  ])('gives %s another item and another key', (_case, other) => {
+    const keys = requestItemKeys(PEPPER, SECRET, TEXT);
+
+    expect(other().itemKey).not.toBe(keys.itemKey);
+    expect(other().sealKey.equals(keys.sealKey)).toBe(false);
+  });
+
+  it("derives a stored credential's keys from the pepper alone, as the keying material, the same in every version", () => {
+    const salt = createHmac('sha256', PEPPER).update(`${DOMAIN}/request\0${TEXT}`).digest();
+    const okm = Buffer.from(hkdfSync('sha256', PEPPER, salt, `${DOMAIN}/request-keys`, 64));
+
+    const keys = requestItemKeys(PEPPER, null, TEXT);
+
+    expect(keys).toEqual({ sealKey: okm.subarray(0, 32), itemKey: okm.subarray(32).toString('base64url') });
+    expect(keys.itemKey).toBe('3orWg3blcx0UmyiIEaaF4r5BT1pXjc-4RtEeJpwxm1o');
+    expect(requestItemKeys(PEPPER, '', TEXT).itemKey).not.toBe(keys.itemKey);
   });
 });
 
 describe('holdItemKeys', () => {
   it('derives from the pepper and the hold key alone, apart from every request item', () => {
-    const keys = holdItemKeys(PEPPER, '["service-a","https://idp.example.com/token"]');
+    const keys = holdItemKeys(PEPPER, HOLD_KEY);
 
-    expect(holdItemKeys(PEPPER, '["service-a","https://idp.example.com/token"]')).toEqual(keys);
-    expect(holdItemKeys(Buffer.from('another pepper'), '["service-a","https://idp.example.com/token"]').itemKey).not.toBe(keys.itemKey);
+    expect(holdItemKeys(PEPPER, HOLD_KEY)).toEqual(keys);
+    expect(holdItemKeys(Buffer.from('another pepper'), HOLD_KEY).itemKey).not.toBe(keys.itemKey);
     expect(holdItemKeys(PEPPER, '["service-b","https://idp.example.com/token"]').itemKey).not.toBe(keys.itemKey);
-    expect(keys.itemKey).not.toBe(requestItemKeys(PEPPER, '', TEXT).itemKey);
+    expect(keys.itemKey).not.toBe(requestItemKeys(PEPPER, null, HOLD_KEY).itemKey);
   });
 
   it('is HKDF-SHA-256 with the pepper as keying material and a hash of the hold key as salt, the same in every version', () => {
-    const holdKey = '["service-a","https://idp.example.com/token"]';
-    const salt = createHash('sha256').update(`${DOMAIN}/hold\0${holdKey}`).digest();
+    const salt = createHash('sha256').update(`${DOMAIN}/hold\0${HOLD_KEY}`).digest();
     const okm = Buffer.from(hkdfSync('sha256', PEPPER, salt, `${DOMAIN}/hold-keys`, 64));
 
-    const keys = holdItemKeys(PEPPER, holdKey);
+    const keys = holdItemKeys(PEPPER, HOLD_KEY);
 
     expect(keys).toEqual({ sealKey: okm.subarray(0, 32), itemKey: okm.subarray(32).toString('base64url') });
     expect(keys.itemKey).toBe('772URD52og44Zq1AdnHIMYfYZobHMa607cWGj-8EnWQ');
@@ -108,17 +122,22 @@ describe('seal and open', () => {
   it('holds nothing of the value in the clear', () => {
     const sealed = seal(keys, EXPIRES, VALUE).toString('latin1');
 
-    for (const part of ['sealed.token', 'Bearer', 'access_token', 'entry', 'receivedAt']) expect(sealed).not.toContain(part);
+    for (const part of ['sealed.token', 'Bearer', 'access_token', 'memo', 'receivedAt']) expect(sealed).not.toContain(part);
   });
 
-  it('pads to 256-byte blocks: a JSON of exactly 256 bytes to one block, 257 to two', () => {
+  it('pads to 256-byte blocks, with spaces: a JSON of 3 or 256 bytes to one block, 257 to two', () => {
     const sealedLength = (length: number) => seal(keys, EXPIRES, 'a'.repeat(length - 2)).length - 1 - 12 - 16;
 
-    expect([sealedLength(1 + 2), sealedLength(256), sealedLength(257)]).toEqual([256, 256, 512]);
+    expect([sealedLength(3), sealedLength(256), sealedLength(257)]).toEqual([256, 256, 512]);
+    expect(open(keys, EXPIRES, sealRaw(keys, `"a"${' '.repeat(253)}`))).toBe('a');
   });
 
-  it('opens a value sealed in the format by other code (version 3, IV, ciphertext, tag; AAD: label, item key, expiry)', () => {
+  it(`opens a value sealed in the format by other code (version ${VERSION}, IV, ciphertext, tag; AAD: label, item key, expiry)`, () => {
     expect(open(keys, EXPIRES, sealRaw(keys, `${JSON.stringify(VALUE)}   `))).toEqual(VALUE);
+  });
+
+  it(`writes format version ${VERSION} in its first byte`, () => {
+    expect(seal(keys, EXPIRES, VALUE)[0]).toBe(VERSION);
   });
 
   it.each<[string, () => unknown]>([
@@ -127,15 +146,14 @@ describe('seal and open', () => {
     ['with another clear expiry (the TTL attribute is authenticated)', () => open(keys, EXPIRES + 1, seal(keys, EXPIRES, VALUE))],
     ['under another item key with the same seal key', () => open({ ...keys, itemKey: 'other' }, EXPIRES, seal(keys, EXPIRES, VALUE))],
     [
-      'from another format version (v1 items, made without a pepper)',
-      () => open(keys, EXPIRES, Buffer.concat([Buffer.of(1), seal(keys, EXPIRES, VALUE).subarray(1)])),
+      'of the format before claims carried echoes (version 3)',
+      () => open(keys, EXPIRES, sealRaw(keys, JSON.stringify(VALUE), { version: 3 })),
     ],
-    [
-      'from the format before claims carried renewal counts (version 2)',
-      () => open(keys, EXPIRES, Buffer.concat([Buffer.of(2), seal(keys, EXPIRES, VALUE).subarray(1)])),
-    ],
+    ['of a later format (version 5)', () => open(keys, EXPIRES, sealRaw(keys, JSON.stringify(VALUE), { version: 5 }))],
     ['from a sealed value that is not JSON', () => open(keys, EXPIRES, sealRaw(keys, 'not json'))],
     ['from a sealed empty value', () => open(keys, EXPIRES, sealRaw(keys, ''))],
+    ['from nothing', () => open(keys, EXPIRES, new Uint8Array())],
+    ['from a version byte alone', () => open(keys, EXPIRES, Uint8Array.of(VERSION))],
   ])('opens nothing %s', (_case, attempt) => {
     expect(attempt()).toBeUndefined();
   });
@@ -157,10 +175,10 @@ describe('seal and open', () => {
     );
   });
 
-  it('round-trips any token object', () => {
+  it('round-trips any JSON value', () => {
     fc.assert(
       fc.property(fc.string({ minLength: 1 }), fc.dictionary(fc.string(), fc.jsonValue()), (accessToken, extra) => {
-        const state = { kind: 'entry', entry: { token: { ...extra, access_token: accessToken }, receivedAt: 1 } };
+        const state = { kind: 'key', memo: { kept: { token: { ...extra, access_token: accessToken }, receivedAt: 1 } } };
         return JSON.stringify(open(keys, EXPIRES, seal(keys, EXPIRES, state))) === JSON.stringify(state);
       }),
       { numRuns: 200 },
@@ -170,69 +188,37 @@ describe('seal and open', () => {
 
 describe('sealState and openState', () => {
   const keys = requestItemKeys(PEPPER, SECRET, TEXT);
-  const T0 = epochMs(1_800_000_000_000);
-  const entry = { token: { access_token: 'at', expires_in: 3600 }, receivedAt: T0 };
-  const memo = (kept: typeof entry | null, rejectedAt = 0) => ({ kept, rejectedAt: epochMs(rejectedAt) });
-  const claim = { holder: 'h', beat: 2, leftMs: 4000, runMs: 500, claimedAt: T0, lineage: ['g'] };
-  const failure = { code: 'upstream_error', until: epochMs(T0 + 1000) } as const;
+  const T0 = 1_800_000_000_000;
+  const FLOOR = 86_400_000;
+  const kept = { token: { access_token: 'at', expires_in: 3600 }, receivedAt: epochMs(T0), by: 'i' };
 
   it.each<[string, ItemState, number]>([
     [
-      'a kept token, one lifetime past its expiry (it proves its key)',
-      { kind: 'key', memo: memo(entry), activity: { kind: 'idle' }, ended: [] },
+      'a kept token, a lifetime past its expiry and 5 s more',
+      { kind: 'key', memo: { ...EMPTY_MEMO, kept }, activity: { kind: 'idle' }, ended: [] },
       1_800_007_205,
     ],
     [
-      'a claim keeping a token, at the later of the two',
-      { kind: 'key', memo: memo(entry), activity: { kind: 'claim', claim }, ended: [] },
-      1_800_007_205,
+      'a token received within a second, in whole seconds rounded up',
+      { kind: 'key', memo: { ...EMPTY_MEMO, kept: { ...kept, receivedAt: epochMs(T0 + 1) } }, activity: { kind: 'idle' }, ended: [] },
+      1_800_007_206,
     ],
     [
-      "a claim keeping nothing, at its holder's deadline",
-      { kind: 'key', memo: memo(null), activity: { kind: 'claim', claim }, ended: [] },
-      1_800_000_010,
-    ],
-    [
-      'a failure keeping a token',
-      {
-        kind: 'key',
-        memo: memo(entry),
-        activity: { kind: 'idle' },
-        ended: [{ holder: 'h', lineage: [], outcome: { kind: 'failure', failure } }],
-      },
-      1_800_007_205,
-    ],
-    [
-      'a rejection, a day after it (no token received before it stands in anywhere)',
-      {
-        kind: 'key',
-        memo: memo(null, T0),
-        activity: { kind: 'idle' },
-        ended: [{ holder: 'h', lineage: [], outcome: { kind: 'failure', failure: { code: 'unauthorized', until: epochMs(T0 + 5000) } } }],
-      },
+      'a rejection, the floor after it',
+      { kind: 'key', memo: { ...EMPTY_MEMO, rejectedAt: epochMs(T0) }, activity: { kind: 'idle' }, ended: [] },
       1_800_086_405,
     ],
-    [
-      'a token for waiters, at its end',
-      {
-        kind: 'key',
-        memo: memo(null),
-        activity: { kind: 'idle' },
-        ended: [{ holder: 'h', lineage: [], outcome: { kind: 'answered', entry, until: epochMs(T0 + 5000) } }],
-      },
-      1_800_000_010,
-    ],
     ['a hold, at its end', { kind: 'hold', hold: { code: 'upstream_throttled', until: epochMs(T0 + 30_000) } }, 1_800_000_035],
-    ['a key with nothing of use left, as already ended', { kind: 'key', memo: memo(null), activity: { kind: 'idle' }, ended: [] }, 5],
-  ])("seals %s, with a TTL 5 s later (the clocks' tolerance) in whole seconds rounded up", (_case, state, expiresSeconds) => {
-    const sealed = sealState(keys, state);
+  ])('seals %s, with that TTL bound into the seal', (_case, state, expiresSeconds) => {
+    const sealed = sealState(keys, state, FLOOR);
 
     expect(sealed.expiresSeconds).toBe(expiresSeconds);
     expect(openState(keys, sealed.expiresSeconds, sealed.sealed)).toEqual(JSON.parse(JSON.stringify(state)));
+    expect(openState(keys, sealed.expiresSeconds + 1, sealed.sealed)).toBeUndefined();
   });
 
   it('opens nothing from an item without a state or without a TTL', () => {
-    const sealed = sealState(keys, { kind: 'key', memo: memo(entry), activity: { kind: 'idle' }, ended: [] });
+    const sealed = sealState(keys, { kind: 'hold', hold: { code: 'upstream_throttled', until: epochMs(T0) } }, FLOOR);
 
     expect(openState(keys, undefined, sealed.sealed)).toBeUndefined();
     expect(openState(keys, sealed.expiresSeconds, undefined)).toBeUndefined();

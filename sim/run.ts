@@ -18,19 +18,6 @@ the record against the contract. Exits 1 at the first seed that breaks a promise
   --scenario FILE         run a scenario saved as JSON (as --shrink writes it)
 `;
 
-if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  process.stdout.write(`npm run sim [-- --seeds N] [--from S] [--requests M] [--seed S]
-
-Runs the shared token cache's protocol (the production code) in a seeded, deterministic simulation of
-a fleet, its table, clocks and IdP, with faults, and judges each run's history against the contract.
-  --seeds N      how many seeds to run (default 200), from --from S (default 1)
-  --requests M   requests per seed (default 60)
-  --seed S       replay one seed and print its trace
-Exits 1 at the first seed that breaks a rule, naming it and printing its trace and how to replay it.
-`);
-  process.exit(0);
-}
-
 const argument = (name: string, fallback: number): number => {
   const index = process.argv.indexOf(`--${name}`);
   const value = index < 0 ? Number.NaN : Number(process.argv[index + 1]);
@@ -61,7 +48,7 @@ async function report(result: SimResult, replay: string): Promise<boolean> {
 }
 
 async function main(): Promise<void> {
-  if (flag('help')) return void console.log(HELP);
+  if (flag('help') || flag('h')) return void console.log(HELP);
   const file = process.argv[process.argv.indexOf('--scenario') + 1];
   if (flag('scenario') && file) {
     const result = await runScenario(JSON.parse(readFileSync(file, 'utf8')) as Scenario);

@@ -29,7 +29,8 @@ const flag = (name: string): boolean => process.argv.includes(`--${name}`);
 const shown = (line: string): string => line.replace(/x{16,}/g, 'x…');
 
 function printTrace(result: SimResult, until = Infinity, lines = 150): void {
-  for (const { at, line } of result.trace.filter((entry) => entry.at <= until).slice(-lines)) console.log(`${at.toFixed(1).padStart(12)} ${shown(line)}`);
+  for (const { at, line } of result.trace.filter((entry) => entry.at <= until).slice(-lines))
+    console.log(`${at.toFixed(1).padStart(12)} ${shown(line)}`);
 }
 
 async function report(result: SimResult, replay: string): Promise<boolean> {
@@ -77,7 +78,9 @@ async function main(): Promise<void> {
     if (single >= 0) printTrace(result, Infinity, 400);
   }
   const seconds = (performance.now() - started) / 1000;
-  console.log(`${ran} seeds of ${requests} requests from ${from}: ${answered} answered, ${idp} IdP requests, no violation (${seconds.toFixed(1)} s)`);
+  console.log(
+    `${ran} seeds of ${requests} requests from ${from}: ${answered} answered, ${idp} IdP requests, no violation (${seconds.toFixed(1)} s)`,
+  );
 }
 
 void main();

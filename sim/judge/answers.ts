@@ -22,14 +22,14 @@ function lowered(value: unknown, seconds: number): unknown {
 const same = (a: unknown, b: unknown): boolean => a === b || (Number.isNaN(a) && Number.isNaN(b));
 
 /** What is wrong with a copy's stated field: never above the true seconds left, never more than the copy's allowance below. */
-function copyFieldFault(stated: unknown, issued: unknown, ageMs: number, spreadMs: number): string | undefined {
+function copyFieldFault(stated: unknown, issued: unknown, ageMs: number, spreadMs: number, sentBeforeMs: number): string | undefined {
   const seconds = secondsOf(issued);
   if (seconds === undefined) return same(stated, issued) ? undefined : `states ${String(stated)} where the IdP said ${String(issued)}`;
   const value = secondsOf(stated);
   if (value === undefined || typeof stated !== typeof issued)
     return `states ${JSON.stringify(stated)}, not a ${typeof issued} like the IdP's`;
   const left = seconds - ageMs / SECOND_MS;
-  const least = left - COPY_SAYS_LESS_MS / SECOND_MS - spreadMs / SECOND_MS - ROUNDING_S;
+  const least = left - (COPY_SAYS_LESS_MS + spreadMs + sentBeforeMs) / SECOND_MS - ROUNDING_S;
   if (value > Math.max(0, left)) return `states ${value} s where ${left.toFixed(3)} s are left`;
   if (value < least) return `states ${value} s where ${left.toFixed(3)} s are left (at least ${least.toFixed(3)} due)`;
   return undefined;
@@ -149,18 +149,19 @@ export const answerInvariants: readonly Invariant[] = [
           ['ext_expires_in', answer.extExpiresIn, issued.call.extExpiresIn],
         ] as const;
         const age = answer.answeredAt - issued.issuedAt;
+        // An exchange that outlived its request may end while its instance is frozen: the receiver may count from the send, and its copies with it.
+        const outlived = (facts.answers.get(issued.call.request)?.answeredAt ?? Infinity) < issued.call.endedAt;
         for (const [name, stated, given] of fields) {
           let fault: string | undefined;
           if (answer.header === 'miss' && ownMiss(answered)) {
             if (!same(stated, given)) fault = `states ${JSON.stringify(stated)} where the IdP said ${JSON.stringify(given)}`;
           } else if (issued.receiver === asked.instance) {
             const due = lowered(given, Math.ceil(Math.max(0, age) / SECOND_MS));
-            // An exchange that outlived its request may end while its instance is frozen: the receiver may count from the send.
-            const outlived = (facts.answers.get(issued.call.request)?.answeredAt ?? Infinity) < issued.call.endedAt;
             const sinceSent = lowered(given, Math.ceil(Math.max(0, answer.answeredAt - issued.call.sentAt) / SECOND_MS));
             const within = outlived && typeof stated === typeof due && Number(stated) >= Number(sinceSent) && Number(stated) <= Number(due);
-            if (!same(stated, due) && !within) fault = `states ${JSON.stringify(stated)} where ${JSON.stringify(due)} is due ${age} ms after receipt`;
-          } else fault = copyFieldFault(stated, given, age, facts.spread);
+            if (!same(stated, due) && !within)
+              fault = `states ${JSON.stringify(stated)} where ${JSON.stringify(due)} is due ${age} ms after receipt`;
+          } else fault = copyFieldFault(stated, given, age, facts.spread, outlived ? issued.issuedAt - issued.call.sentAt : 0);
           if (fault) flag(answer.answeredAt, `${describe(asked)} with ${issued.token}: ${name} ${fault}`);
         }
       }
@@ -182,7 +183,9 @@ export const answerInvariants: readonly Invariant[] = [
           continue;
         }
         // A token its own call brought before it was answered is the answer; one still on its way is not (a hedge lost to the table).
-        const got = facts.callsOf(asked.id).find((call) => call.outcome === 'token' && call.token !== issued.token && call.endedAt <= answer.answeredAt);
+        const got = facts
+          .callsOf(asked.id)
+          .find((call) => call.outcome === 'token' && call.token !== issued.token && call.endedAt <= answer.answeredAt);
         if (got) flag(answer.answeredAt, `${where}, though its own call got ${String(got.token)}`);
         const { life } = issued;
         if (answer.header === 'stale' && !(life.kept && age >= life.staleMs - slack))
@@ -203,7 +206,9 @@ export const answerInvariants: readonly Invariant[] = [
         // could know its exchange had ended: before its request was answered, the outcome published by then.
         const told = facts.answers.get(issued.call.request)?.answeredAt ?? issued.issuedAt;
         const limit =
-          issued.receiver === asked.instance ? issued.issuedAt : Math.max(issued.issuedAt, told) + facts.slack(issued.receiver, asked.instance);
+          issued.receiver === asked.instance
+            ? issued.issuedAt
+            : Math.max(issued.issuedAt, told) + facts.slack(issued.receiver, asked.instance);
         if (asked.arrivedAt > limit)
           flag(
             answer.answeredAt,

@@ -28,7 +28,9 @@ function heldIn(facts: Facts, call: IdpCall, phase: 'fresh' | 'refresh'): Issued
   if (!asked || asked.noCache) return undefined;
   return facts.tokensAlive(call.key, call.sentAt).find((issued) => {
     if (!issued.life.kept) return false;
-    const age = call.sentAt - issued.issuedAt;
+    // A token whose exchange outlived its request may be dated at its send (as for `expires_in`): as old as that, it may be fresh no longer.
+    const outlived = (facts.answers.get(issued.call.request)?.answeredAt ?? Infinity) < issued.call.endedAt;
+    const age = call.sentAt - (phase === 'fresh' && outlived ? issued.call.sentAt : issued.issuedAt);
     const slack = facts.slack(issued.receiver, call.instance);
     const inPhase =
       phase === 'fresh' ? age < issued.life.refreshMs - slack : age >= issued.life.refreshMs + slack && age < issued.life.staleMs - slack;
@@ -228,7 +230,9 @@ export const exchangeInvariants: readonly Invariant[] = [
             // key's item between the answer and a rotation's switch can no longer learn the token from it.
             facts.record.rotations.some(
               (at) =>
-                (at > told && at <= answer.answeredAt && !facts.readTable(instance, told, at + PEPPER_SWITCH_MS, (item) => item === key.id)) ||
+                (at > told &&
+                  at <= answer.answeredAt &&
+                  !facts.readTable(instance, told, at + PEPPER_SWITCH_MS, (item) => item === key.id)) ||
                 // Told during a switch: its item may be sealed with the old pepper, which instances that switched never read.
                 (at <= told && told <= at + PEPPER_SWITCH_MS),
             )

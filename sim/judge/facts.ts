@@ -282,7 +282,13 @@ export class Facts {
   /** Whether `instance` had an answer from the table to a read (of an item `item` accepts) sent in [from, to]. */
   readTable(instance: string, from: number, to: number, item: (name: string) => boolean = () => true): boolean {
     return this.record.table.some(
-      (call) => call.instance === instance && call.op === 'get' && call.answeredAt !== undefined && call.sentAt >= from && call.sentAt <= to && item(call.item),
+      (call) =>
+        call.instance === instance &&
+        call.op === 'get' &&
+        call.answeredAt !== undefined &&
+        call.sentAt >= from &&
+        call.sentAt <= to &&
+        item(call.item),
     );
   }
 

@@ -131,14 +131,25 @@ export const failureInvariants: readonly Invariant[] = [
         // With `shared`, an instance whose table or pepper failed it cannot rule out a 401 elsewhere, which a stale answer might outlive.
         // A request that joined a fetch already under way ("Bursts": it shares its outcome) shares that fetch's trouble too.
         const joinedFrom = asked.arrivedAt - facts.T;
-        if (facts.shared && (facts.troubled(instance, asked.arrivedAt, at) || facts.tableFault(instance, joinedFrom, at, key.id) || facts.pepperFault(instance, joinedFrom, at)))
+        if (
+          facts.shared &&
+          (facts.troubled(instance, asked.arrivedAt, at) ||
+            facts.tableFault(instance, joinedFrom, at, key.id) ||
+            facts.pepperFault(instance, joinedFrom, at))
+        )
           continue;
         const usable = facts.tokensAlive(key.id, at).find((issued) => {
           const limit = facts.servingLimitMs(issued, instance);
           // "its token replaces the kept one": a newer kept token the instance may have learnt of is the one it keeps, and is judged itself.
           const replaced = facts
             .tokensWithin(key.id, issued.issuedAt, at)
-            .some((newer) => newer !== issued && newer.issuedAt > issued.issuedAt && newer.life.kept && (facts.shared || newer.receiver === instance || facts.answeredWith(instance, newer.token, at)));
+            .some(
+              (newer) =>
+                newer !== issued &&
+                newer.issuedAt > issued.issuedAt &&
+                newer.life.kept &&
+                (facts.shared || newer.receiver === instance || facts.answeredWith(instance, newer.token, at)),
+            );
           return (
             !replaced &&
             limit !== undefined &&
@@ -173,12 +184,22 @@ export const failureInvariants: readonly Invariant[] = [
           // DynamoDB's item limit: a token too large for the table never reaches those who waited on its exchange.
           const tooLarge =
             facts.shared &&
-            facts.callsFor(key.id).some((call) => call.instance !== asked.instance && call.sentAt <= asked.arrivedAt + facts.T && call.endedAt >= asked.arrivedAt && call.bytes > ITEM_LIMIT_BYTES);
+            facts
+              .callsFor(key.id)
+              .some(
+                (call) =>
+                  call.instance !== asked.instance &&
+                  call.sentAt <= asked.arrivedAt + facts.T &&
+                  call.endedAt >= asked.arrivedAt &&
+                  call.bytes > ITEM_LIMIT_BYTES,
+              );
           // "Clocks": a token that cannot be kept, received elsewhere within the clocks' spread after this request arrived,
           // is a fact that may take effect that much early here: this request may have judged itself later than it.
           const clockedOut =
             facts.shared &&
-            facts.tokensWithin(key.id, asked.arrivedAt, asked.arrivedAt + facts.spread).some((issued) => !issued.life.kept && issued.receiver !== asked.instance);
+            facts
+              .tokensWithin(key.id, asked.arrivedAt, asked.arrivedAt + facts.spread)
+              .some((issued) => !issued.life.kept && issued.receiver !== asked.instance);
           if (deadHolder || tableFailedIt || tooLarge || clockedOut) continue;
         }
         const off = [...facts.off(key, asked.arrivedAt)].join(' or ') || 'nothing known';

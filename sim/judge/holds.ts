@@ -59,7 +59,12 @@ function duesOf(facts: Facts, asked: Asked, answeredAt: number): Due[] {
         : asked.arrivedAt < hold.until - facts.spread &&
           fleetKnew(facts, hold, asked.instance, asked.arrivedAt, answeredAt) &&
           // An instance knows another's hold once it read the item that holds it: the source key's or a hold item.
-          facts.readTable(asked.instance, asked.arrivedAt, answeredAt, (item) => facts.holdItem(item, hold.source) && (item !== hold.source.id || hold.source.id === key.id));
+          facts.readTable(
+            asked.instance,
+            asked.arrivedAt,
+            answeredAt,
+            (item) => facts.holdItem(item, hold.source) && (item !== hold.source.id || hold.source.id === key.id),
+          );
     dues.push({
       seconds: secondsLeft(hold.until, answeredAt),
       tolerance: Math.ceil(slack / SECOND_MS),

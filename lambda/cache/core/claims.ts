@@ -84,7 +84,12 @@ export function judge(
     return { watch, verdict: 'silent' };
   }
   const renewed = seen === undefined || claim.beat > seen;
-  const mark: Mark = current?.mark === 'sent' || current?.mark === 'unknown' ? (claim.echoes.includes(self) ? 'landed' : current.mark) : (current?.mark ?? 'none');
+  const mark: Mark =
+    current?.mark === 'sent' || current?.mark === 'unknown'
+      ? claim.echoes.includes(self)
+        ? 'landed'
+        : current.mark
+      : (current?.mark ?? 'none');
   const watched: Watched = {
     holder: claim.holder,
     beat: renewed ? claim.beat : (seen as number),

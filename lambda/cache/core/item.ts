@@ -9,6 +9,7 @@ export interface StoredToken {
   readonly token: IdpToken;
   readonly receivedAt: EpochMs;
   readonly by: string;
+  readonly after: EpochMs;
 }
 
 /**
@@ -65,12 +66,12 @@ export const EMPTY_MEMO: KeyMemo = { kept: null, rejectedAt: epochMs(0), keptUnt
 
 /** An item's token as instance `self` holds it: a copy, dated by its receiver's clock, unless `self` received it. */
 export function entryOf(stored: StoredToken, self: string): Entry {
-  return { token: stored.token, receivedAt: stored.receivedAt, receivedBy: stored.by, copy: stored.by !== self };
+  return { token: stored.token, receivedAt: stored.receivedAt, receivedBy: stored.by, copy: stored.by !== self, after: stored.after };
 }
 
 /** A token as an item holds it. */
 export function storedOf(entry: Entry): StoredToken {
-  return { token: entry.token, receivedAt: entry.receivedAt, by: entry.receivedBy };
+  return { token: entry.token, receivedAt: entry.receivedAt, by: entry.receivedBy, after: entry.after };
 }
 
 /**

@@ -18,6 +18,8 @@ export interface Entry {
   readonly receivedAt: EpochMs;
   readonly receivedBy: string;
   readonly copy: boolean;
+  /** The latest rejection its exchange knew of when it was sent (0: none): the token surely came after it, whatever the clocks. */
+  readonly after: EpochMs;
 }
 
 /** Where a kept token is in its life, which decides how a request for it is answered. */

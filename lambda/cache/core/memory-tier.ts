@@ -2,13 +2,23 @@ import { type EpochMs, epochMs, type MonoMs } from '../../clock';
 import { keepable, newest, openToFleet } from './lifetime';
 import type { Entry } from './lifetime';
 import type { Outcome } from './outcome';
-import { inForce, isHold, type KeyView, laterRejection, longer, NO_REJECTION, receivedSince, type Rejection, type Remembered } from './rules';
+import {
+  inForce,
+  isHold,
+  type KeyView,
+  laterRejection,
+  longer,
+  NO_REJECTION,
+  receivedSince,
+  type Rejection,
+  type Remembered,
+} from './rules';
 
 /** A fetch of the key's token under way on this instance, which other requests for the key may share. */
 export interface Pending {
   readonly outcome: Promise<Outcome>;
-  /** When the request that started it must have its answer: a request whose own deadline ends much later need not share it. */
-  readonly deadline: MonoMs;
+  /** When the request that started it, or the holder it waits on, must have its answer: a request whose own deadline ends much later need not share it. */
+  deadline: MonoMs;
 }
 
 /** What this instance knows about one key. */

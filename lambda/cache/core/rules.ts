@@ -141,12 +141,12 @@ export function receivedSince(entry: Entry, rejection: Rejection): boolean {
 }
 
 /**
- * Whether a kept token may stand in for a failure after the key's last rejection: received after it,
- * and, unless this instance dated both, by more than the clocks' tolerance, so that no 401 is ever
- * outlived by a token another clock dated a little late.
+ * Whether a kept token may stand in for a failure after the key's last rejection: asked for after it
+ * was known, or received after it and, unless this instance dated both, by more than the clocks'
+ * tolerance, so that no 401 is ever outlived by a token another clock dated a little late.
  */
 export function outlivesRejection(entry: Entry, rejection: Rejection): boolean {
-  if (rejection.at === 0) return true;
+  if (entry.after >= rejection.at) return true;
   return entry.receivedAt > rejection.at + (!entry.copy && rejection.own ? 0 : CLOCK_TOLERANCE_MS);
 }
 

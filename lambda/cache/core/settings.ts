@@ -33,8 +33,8 @@ export interface CacheSettings {
   readonly memoryEntries: number;
   /** A token larger than this is kept in memory only: a table item holds 400 KB, and one token must fit with the rest. */
   readonly maxSharedTokenBytes: number;
-  /** The room in an item for tokens that cannot be kept but go to a holder's waiters. */
-  readonly inlineTokenBytes: number;
+  /** The room in an item for tokens, its kept one and those that cannot be kept but go to a holder's waiters together. */
+  readonly itemTokenBytes: number;
   /** How long a key whose token was too large to share is taken to stay so: nobody waits on its claims meanwhile. */
   readonly oversizeKnownMs: number;
   /** How long a rejection stays in the table at least, for tokens some instance keeps that the table never saw. */
@@ -68,7 +68,7 @@ export function cacheSettings(upstreamTimeoutMs: number): CacheSettings {
     refreshRetryMs: 1000,
     memoryEntries: 1000,
     maxSharedTokenBytes: 300_000,
-    inlineTokenBytes: 64_000,
+    itemTokenBytes: 360_000,
     oversizeKnownMs: 3600_000,
     rejectionFloorMs: 24 * 3600_000,
     kept: { lineage: 8, ended: 4, revs: 8, echoes: 32 },

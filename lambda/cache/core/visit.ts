@@ -99,7 +99,9 @@ export type VisitAction =
   | { readonly kind: 'exchange'; readonly refresh: boolean; readonly hedged: boolean }
   | { readonly kind: 'answer'; readonly outcome: Outcome }
   /** Its own exchange's outcome, for this instance's memory at once: the next request there knows it, answered or not. */
-  | { readonly kind: 'met'; readonly outcome: Outcome };
+  | { readonly kind: 'met'; readonly outcome: Outcome }
+  /** It waits on a holder whose deadline ends by `until`: a request here whose own ends much later need not share the wait. */
+  | { readonly kind: 'waits'; readonly until: MonoMs };
 
 /** Both clocks, read once for a step. */
 export interface Now {
@@ -110,6 +112,8 @@ export interface Now {
 /** An exchange of this visit's, running since `since`. */
 interface Running {
   readonly since: MonoMs;
+  /** The latest rejection this visit knew when it asked: its token comes after it. */
+  readonly after: EpochMs;
 }
 
 /** What the hold items told: not asked, being read, read, or unreadable. */
@@ -361,7 +365,10 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
       const exchange = runningOf(decided.situation);
       const marks = decided.situation.kind === 'waiting' ? decided.situation.marks : 0;
       const waiting: Visit = { ...decided, situation: { kind: 'waiting', pollAt: nextPoll(decided, now), marks, exchange } };
-      return verdict === 'mark' ? mark(waiting, read) : nothing(waiting);
+      const step = verdict === 'mark' ? mark(waiting, read) : nothing(waiting);
+      // The holder wrote its time left before this read ended: its deadline is no later than that.
+      const until = monoMs(read.endedAt + (activity as Extract<typeof activity, { kind: 'claim' }>).claim.leftMs);
+      return { ...step, actions: [...step.actions, { kind: 'waits', until }] };
     }
     case 'exchange': {
       // One exchange per visit: its own, still under way, brings the answer; failed, its failure is the answer.
@@ -391,7 +398,9 @@ function sighted(visit: Visit, claim: ClaimFacts): Visit {
   const sighting: Sighting = { holder: claim.holder, beat: claim.beat, at: visit.readAt };
   const sightings = [...visit.sightings.filter((one) => one !== last), sighting].slice(-visit.settings.kept.lineage);
   if (!last || claim.beat <= last.beat) return { ...visit, sightings };
-  const ranAfter = [...visit.ranAfter.filter(([holder]) => holder !== claim.holder), [claim.holder, last.at] as const].slice(-visit.settings.kept.lineage);
+  const ranAfter = [...visit.ranAfter.filter(([holder]) => holder !== claim.holder), [claim.holder, last.at] as const].slice(
+    -visit.settings.kept.lineage,
+  );
   return { ...visit, sightings, ranAfter };
 }
 
@@ -415,7 +424,10 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
   const rejection = laterRejection(visit.rejection, { at: memo.rejectedAt, own: false });
   const candidates = [visit.seen, memo.kept ? entryOf(memo.kept, visit.ask.instance) : undefined].filter(
     (entry): entry is Entry =>
-      entry !== undefined && entry.receivedAt <= now.epoch + CLOCK_TOLERANCE_MS && keepable(entry.token) && proves(entry, rejection, now.epoch),
+      entry !== undefined &&
+      entry.receivedAt <= now.epoch + CLOCK_TOLERANCE_MS &&
+      keepable(entry.token) &&
+      proves(entry, rejection, now.epoch),
   );
   // The last failure is the key's remembered one; a hold on the key stands beside it, never shortened by a later failure.
   const ended = read.state?.ended ?? [];
@@ -425,21 +437,30 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
   // A claim this visit had not seen, absent from what it saw before: written since, so its exchange runs after this request came.
   const claim = read.state?.activity.kind === 'claim' ? read.state.activity.claim : undefined;
   const before = visit.mirror?.activity;
-  const fresh = claim && visit.mirror && !(before?.kind === 'claim' && before.claim.holder === claim.holder) && !visit.sightings.some((one) => one.holder === claim.holder);
+  const fresh =
+    claim &&
+    visit.mirror &&
+    !(before?.kind === 'claim' && before.claim.holder === claim.holder) &&
+    !visit.sightings.some((one) => one.holder === claim.holder);
   const ranAfter = fresh ? [...visit.ranAfter, [claim.holder, visit.readAt] as const].slice(-visit.settings.kept.lineage) : visit.ranAfter;
   return {
     ...visit,
     ranAfter,
     readAt: epochMs(now.epoch - (now.mono - read.startedAt)),
     priorReadAt: visit.readAt,
-    appeared: visit.mirror ? ended.filter((one) => !visit.mirror?.ended.some((old) => old.holder === one.holder)).map((one) => one.holder) : [],
+    appeared: visit.mirror
+      ? ended.filter((one) => !visit.mirror?.ended.some((old) => old.holder === one.holder)).map((one) => one.holder)
+      : [],
     rejection,
     confirmed: true,
     oversize: memo.oversizeUntil > now.epoch,
     seen: candidates.reduce<Entry | undefined>(newest, undefined),
     outlasts: [...visit.outlasts.filter((holder) => !outlasts.includes(holder)), ...outlasts].slice(-visit.settings.kept.ended),
     tableFailure: fromFleet(failure, now.epoch),
-    tableHold: failures.filter(isHold).map((hold) => fromFleet(hold, now.epoch)).reduce(longer, undefined),
+    tableHold: failures
+      .filter(isHold)
+      .map((hold) => fromFleet(hold, now.epoch))
+      .reduce(longer, undefined),
     mirror: read.state,
     item: read.expected,
   };
@@ -465,7 +486,9 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
   const renewedAt = visit.ranAfter.find(([holder]) => holder === ended.holder)?.[1] ?? epochMs(-Infinity);
   // Published since the read before, and found before its holder answered: those who came by then were first.
   const foundEarly = ended.outcome.kind === 'answered' && visit.appeared.includes(ended.holder) && now.epoch <= ended.outcome.answerBy;
-  const runningAt = entry.copy ? epochMs(Math.max(entry.receivedAt, renewedAt, foundEarly ? visit.priorReadAt : -Infinity)) : entry.receivedAt;
+  const runningAt = entry.copy
+    ? epochMs(Math.max(entry.receivedAt, renewedAt, foundEarly ? visit.priorReadAt : -Infinity))
+    : entry.receivedAt;
   if (!keepable(entry.token) && runningAt < visit.ask.arrivedAt) return undefined;
   return answer(settled(visit), { kind: 'token', entry, from: 'table', runningAt }, now);
 }
@@ -522,11 +545,12 @@ function claimKey(visit: Visit, over: ClaimFacts | undefined, now: Now): Step {
     echoes: [],
   };
   const base = visit.mirror;
+  const memo = memoOf(visit, base?.memo ?? EMPTY_MEMO);
   const state: KeyItem = {
     kind: 'key',
-    memo: memoOf(visit, base?.memo ?? EMPTY_MEMO),
+    memo,
     activity: { kind: 'claim', claim },
-    ended: carried(visit, base?.ended ?? [], now),
+    ended: carried(visit, base?.ended ?? [], now, tokenRoom(visit, memo)),
   };
   const exchange = runningOf(visit.situation);
   const hedgeAt = visit.situation.kind === 'reading' ? visit.situation.hedgeAt : monoMs(now.mono + visit.hedgeMs);
@@ -551,7 +575,10 @@ function claimWritten(visit: Visit, claim: ClaimFacts, exchange: Running | undef
   }
   const refused: Visit = { ...visit, refusals: visit.refusals + 1 };
   if (refused.refusals >= visit.settings.maxRefusals) return goAlone(refused, exchange, now);
-  const deciding: Visit = { ...refused, situation: exchange ? { kind: 'asking', exchange } : { kind: 'reading', hedgeAt: hedgeOf(visit, now) } };
+  const deciding: Visit = {
+    ...refused,
+    situation: exchange ? { kind: 'asking', exchange } : { kind: 'reading', hedgeAt: hedgeOf(visit, now) },
+  };
   if (result.read) return consider(learn(deciding, result.read, now), result.read, now);
   return { visit: deciding, actions: [{ kind: 'read' }] };
 }
@@ -585,13 +612,18 @@ function renewLater(visit: Visit, claim: ClaimFacts, exchange: Running, now: Now
 function renew(visit: Visit, claim: ClaimFacts, exchange: Running, rewrites: number, now: Now): Step {
   const next = renewal(visit, claim, exchange, now);
   const base = visit.mirror;
+  const memo = memoOf(visit, base?.memo ?? EMPTY_MEMO);
   const state: KeyItem = {
     kind: 'key',
-    memo: memoOf(visit, base?.memo ?? EMPTY_MEMO),
+    memo,
     activity: { kind: 'claim', claim: next },
-    ended: carried(visit, base?.ended ?? [], now),
+    ended: carried(visit, base?.ended ?? [], now, tokenRoom(visit, memo)),
   };
-  const sent = write({ ...visit, situation: { kind: 'holding', claim: next, exchange, renewAt: now.mono, renewing: true, rewrites } }, 'renew', state);
+  const sent = write(
+    { ...visit, situation: { kind: 'holding', claim: next, exchange, renewAt: now.mono, renewing: true, rewrites } },
+    'renew',
+    state,
+  );
   return { visit: sent.visit, actions: [sent.action] };
 }
 
@@ -621,7 +653,12 @@ function mark(visit: Visit, read: KeyRead): Step {
   const activity = state.activity as Extract<KeyItem['activity'], { kind: 'claim' }>;
   const withMark: KeyItem = { ...state, activity: { kind: 'claim', claim: withEcho(activity.claim, visit.ask.holder, visit.settings) } };
   const waiting = visit.situation as Extract<Situation, { kind: 'waiting' }>;
-  const sent = write({ ...visit, watch: marked(visit.watch, 'sent'), situation: { ...waiting, pollAt: undefined, marks: waiting.marks + 1 } }, 'mark', withMark, read.expected);
+  const sent = write(
+    { ...visit, watch: marked(visit.watch, 'sent'), situation: { ...waiting, pollAt: undefined, marks: waiting.marks + 1 } },
+    'mark',
+    withMark,
+    read.expected,
+  );
   return { visit: sent.visit, actions: [sent.action] };
 }
 
@@ -657,12 +694,19 @@ function startExchange(before: Visit, now: Now, hedged: boolean): Step {
   // A request that already had its own answer from the IdP answers with it, never asks twice.
   if (before.asked) return answer(settled(before), before.fallback ?? deadlineOutcome(before, now), now);
   const visit: Visit = { ...before, asked: true };
-  const exchange: Running = { since: now.mono };
+  const exchange: Running = { since: now.mono, after: visit.rejection.at };
   const { situation } = visit;
   let next: Situation;
   switch (situation.kind) {
     case 'claimed':
-      next = { kind: 'holding', claim: situation.claim, exchange, renewAt: monoMs(now.mono + visit.settings.renewEveryMs), renewing: false, rewrites: 0 };
+      next = {
+        kind: 'holding',
+        claim: situation.claim,
+        exchange,
+        renewAt: monoMs(now.mono + visit.settings.renewEveryMs),
+        renewing: false,
+        rewrites: 0,
+      };
       break;
     case 'claiming':
       next = { ...situation, exchange };
@@ -700,7 +744,9 @@ function withoutTable(visit: Visit, now: Now): Step {
 
 /** Claims refused again and again: the IdP alone (what it gives still goes to the table). */
 function goAlone(visit: Visit, exchange: Running | undefined, now: Now): Step {
-  return exchange ? nothing({ ...visit, situation: { kind: 'asking', exchange } }) : withoutTable({ ...visit, situation: { kind: 'reading', hedgeAt: monoMs(now.mono) } }, now);
+  return exchange
+    ? nothing({ ...visit, situation: { kind: 'asking', exchange } })
+    : withoutTable({ ...visit, situation: { kind: 'reading', hedgeAt: monoMs(now.mono) } }, now);
 }
 
 function exchanged(visit: Visit, result: ExchangeResult, now: Now): Step {
@@ -718,13 +764,28 @@ function exchanged(visit: Visit, result: ExchangeResult, now: Now): Step {
   const sentAt = epochMs(now.epoch - (now.mono - running.since));
   const outcome: Outcome =
     'token' in result
-      ? tokenOutcome(visit.answered ? { ...result.token, receivedAt: sentAt } : result.token, 'idp')
-      : outcomeOf(known, result.failure, cutShort(result.failure, budgetMs, visit.settings.upstreamTimeoutMs) ? 'deadline' : 'exchange', now);
+      ? tokenOutcome(
+          {
+            ...result.token,
+            after: epochMs(Math.max(result.token.after, running.after)),
+            ...(visit.answered ? { receivedAt: sentAt } : {}),
+          },
+          'idp',
+        )
+      : outcomeOf(
+          known,
+          result.failure,
+          cutShort(result.failure, budgetMs, visit.settings.upstreamTimeoutMs) ? 'deadline' : 'exchange',
+          now,
+        );
   const met: VisitAction = { kind: 'met', outcome };
   const { situation } = known;
   if (situation.kind === 'waiting' && outcome.kind === 'failure' && !known.answered) {
     // A failure of this visit's own exchange waits for the live holder's outcome, which may be a token.
-    return { visit: { ...known, situation: { ...situation, exchange: undefined }, fallback: outcome, unpublished: outcome }, actions: [met] };
+    return {
+      visit: { ...known, situation: { ...situation, exchange: undefined }, fallback: outcome, unpublished: outcome },
+      actions: [met],
+    };
   }
   const published = publish(known, outcome, now);
   return { visit: published.visit, actions: [met, ...published.actions] };
@@ -750,7 +811,16 @@ function publish(visit: Visit, outcome: Outcome, now: Now, recorded?: Remembered
   const state = publication(visit, outcome, claim, now, recorded);
   const holdWrite = outcome.kind === 'failure' && outcome.cause === 'exchange' && isHold(outcome.failure) && outcome.scope === 'client';
   const answerAt = monoMs(Math.min(visit.ask.deadline, now.mono + visit.hedgeMs));
-  const publishing: Situation = { kind: 'publishing', outcome, claim, recorded, state, retries: 0, answerAt, awaiting: { key: true, hold: holdWrite } };
+  const publishing: Situation = {
+    kind: 'publishing',
+    outcome,
+    claim,
+    recorded,
+    state,
+    retries: 0,
+    answerAt,
+    awaiting: { key: true, hold: holdWrite },
+  };
   const sent = write({ ...visit, situation: publishing, unpublished: undefined }, 'publish', state);
   const hold: VisitAction[] = outcome.kind === 'failure' && holdWrite ? [{ kind: 'write-hold', hold: outcome.failure }] : [];
   return { visit: sent.visit, actions: [sent.action, ...hold] };
@@ -766,22 +836,28 @@ function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefin
     const { entry } = outcome;
     const kept = shareable(entry, visit.settings) && entry.receivedAt > memo.rejectedAt;
     if (kept) memo = keeping(memo, entry);
-    const inline = !keepable(entry.token) && tokenBytes(entry.token) <= visit.settings.inlineTokenBytes;
+    const bytes = tokenBytes(entry.token);
+    const inline = !keepable(entry.token) && bytes <= tokenRoom(visit, memo);
     const token = kept ? 'kept' : inline ? storedOf(entry) : 'unshared';
-    // A token that reaches no waiter through the table (too large for it, or to ride along unkept): the key's next ones will not either.
-    if (token === 'unshared' && tokenBytes(entry.token) > visit.settings.inlineTokenBytes) {
+    // A token no item can carry reaches no waiter through the table: the key's next ones will not either.
+    if (token === 'unshared' && bytes > visit.settings.itemTokenBytes) {
       memo = { ...memo, oversizeUntil: epochMs(Math.max(memo.oversizeUntil, now.epoch + visit.settings.oversizeKnownMs)) };
     }
     const until = epochMs(now.epoch + visit.settings.upstreamTimeoutMs);
     const answerBy = epochMs(now.epoch + Math.min(visit.ask.deadline, now.mono + visit.hedgeMs) - now.mono);
-    ownEnded.push({ holder: visit.ask.holder, lineage, outcome: { kind: 'answered', receivedAt: entry.receivedAt, until, answerBy, token } });
+    ownEnded.push({
+      holder: visit.ask.holder,
+      lineage,
+      outcome: { kind: 'answered', receivedAt: entry.receivedAt, until, answerBy, token },
+    });
   } else if (outcome.kind === 'failure' && outcome.cause !== 'deadline' && (recorded ?? outcome.failure).until > now.epoch) {
     // A failure whose time is over by now (its news came late) has nothing left to tell.
     ownEnded.push({ holder: visit.ask.holder, lineage, outcome: { kind: 'failure', failure: recorded ?? outcome.failure } });
   }
   // Another's claim stays; this visit's own is released.
   const activity = base?.activity.kind === 'claim' && base.activity.claim.holder !== visit.ask.holder ? base.activity : IDLE;
-  return { kind: 'key', memo, activity, ended: [...carried(visit, base?.ended ?? [], now), ...ownEnded] };
+  const own = ownEnded.reduce((sum, one) => sum + inlineBytes(one), 0);
+  return { kind: 'key', memo, activity, ended: [...carried(visit, base?.ended ?? [], now, tokenRoom(visit, memo) - own), ...ownEnded] };
 }
 
 function publishWritten(visit: Visit, publishing: Extract<Situation, { kind: 'publishing' }>, result: WriteResult, now: Now): Step {
@@ -802,7 +878,8 @@ function publishWritten(visit: Visit, publishing: Extract<Situation, { kind: 'pu
     if (result.kind === 'failed') return retry(publishing.state, visit, claim, retries);
     if (result.read) {
       const learnt = learn(visit, result.read, now);
-      const merged = marks && claim && found?.holder === claim.holder ? { ...claim, echoes: echoesOf(claim, found, visit.settings) } : claim;
+      const merged =
+        marks && claim && found?.holder === claim.holder ? { ...claim, echoes: echoesOf(claim, found, visit.settings) } : claim;
       return retry(publication(learnt, publishing.outcome, merged, now, publishing.recorded), learnt, merged, retries);
     }
   }
@@ -817,7 +894,6 @@ function landed(visit: Visit, which: 'key' | 'hold', now: Now): Step {
   if (awaiting.key || awaiting.hold) return nothing({ ...visit, situation: { ...situation, awaiting } });
   return answer({ ...visit, situation: { kind: 'done' } }, situation.outcome, now);
 }
-
 
 // ---- Time -----------------------------------------------------------------------------------------
 
@@ -834,7 +910,9 @@ function tick(visit: Visit, now: Now): Step {
     case 'claimed':
       return now.mono >= situation.hedgeAt ? startExchange(visit, now, true) : nothing(visit);
     case 'holding':
-      return !situation.renewing && now.mono >= situation.renewAt ? renew(visit, situation.claim, situation.exchange, situation.rewrites, now) : nothing(visit);
+      return !situation.renewing && now.mono >= situation.renewAt
+        ? renew(visit, situation.claim, situation.exchange, situation.rewrites, now)
+        : nothing(visit);
     case 'waiting':
       return situation.pollAt !== undefined && now.mono >= situation.pollAt ? poll(visit, situation) : nothing(visit);
     case 'publishing':
@@ -920,7 +998,12 @@ function deadlineOutcome(visit: Visit, now: Now): FailureOutcome {
 function write(visit: Visit, purpose: WriteKind, state: KeyItem, expected = visit.item): { visit: Visit; action: VisitAction } {
   const rev = `${visit.ask.holder}.${visit.sent}`;
   return {
-    visit: { ...visit, sent: visit.sent + 1, mirror: state, item: { ...visit.item, revs: [...visit.item.revs, rev].slice(-visit.settings.kept.revs) } },
+    visit: {
+      ...visit,
+      sent: visit.sent + 1,
+      mirror: state,
+      item: { ...visit.item, revs: [...visit.item.revs, rev].slice(-visit.settings.kept.revs) },
+    },
     action: { kind: 'write', write: purpose, rev, state, expected },
   };
 }
@@ -987,25 +1070,33 @@ function memoOf(visit: Visit, base: KeyMemo): KeyMemo {
   return ours && seen.receivedAt > rejectedAt && shareable(seen, visit.settings) ? keeping(memo, seen) : memo;
 }
 
+/** The room an item with this memo has left for tokens riding along for waiters. */
+function tokenRoom(visit: Visit, memo: KeyMemo): number {
+  return visit.settings.itemTokenBytes - (memo.kept ? tokenBytes(memo.kept.token) : 0);
+}
+
+function inlineBytes(outcome: Ended): number {
+  return outcome.outcome.kind === 'answered' && typeof outcome.outcome.token === 'object' ? tokenBytes(outcome.outcome.token.token) : 0;
+}
+
 /** Whether a token may go into the table: kept tokens up to the size an item can carry. */
 function shareable(entry: Entry, settings: CacheSettings): boolean {
   return keepable(entry.token) && tokenBytes(entry.token) <= settings.maxSharedTokenBytes;
 }
 
 /** The outcomes a write carries forward: those still of use to someone, the last few, and tokens of their own only while they fit. */
-function carried(visit: Visit, ended: readonly Ended[], now: Now): readonly Ended[] {
+function carried(visit: Visit, ended: readonly Ended[], now: Now, room: number): readonly Ended[] {
   const live = ended.filter((outcome) => endsAt(outcome) + CLOCK_TOLERANCE_MS > now.epoch);
   // Past the bound, the oldest go first, a hold last of all: no later outcome shortens it.
   while (live.length > visit.settings.kept.ended) {
     const drop = live.findIndex((outcome) => !(outcome.outcome.kind === 'failure' && isHold(outcome.outcome.failure)));
     live.splice(drop < 0 ? 0 : drop, 1);
   }
-  let room = visit.settings.inlineTokenBytes;
   return live
     .reverse()
     .map((outcome): Ended => {
       if (outcome.outcome.kind !== 'answered' || typeof outcome.outcome.token !== 'object') return outcome;
-      room -= tokenBytes(outcome.outcome.token.token);
+      room -= inlineBytes(outcome);
       return room >= 0 ? outcome : { ...outcome, outcome: { ...outcome.outcome, token: 'unshared' } };
     })
     .reverse();

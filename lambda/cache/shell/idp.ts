@@ -1,4 +1,4 @@
-import { type Clock, type Deadline, epochMs } from '../../clock';
+import { type Clock, type Deadline, type EpochMs, epochMs } from '../../clock';
 import { ExchangeError } from '../../errors';
 import type { IdpToken } from '../../upstream/exchange';
 import type { ExchangeResult } from '../core/outcome';
@@ -8,14 +8,20 @@ import { isRemembered, remember } from '../core/rules';
 export type Exchange = () => Promise<IdpToken>;
 
 /**
- * Ask the IdP as instance `instance`: its token, or the failure the cache remembers; anything else is
- * a bug, and is thrown. A timeout is dated at the deadline that ended it, however late its news is
+ * Ask the IdP as instance `instance`, knowing of the key's rejection `after`: its token, or the failure
+ * the cache remembers; anything else is a bug, and is thrown. A timeout is dated at the deadline that ended it, however late its news is
  * handled (an instance frozen between invocations handles it when it thaws).
  */
-export async function exchangeResult(exchange: Exchange, clock: Clock, instance: string, deadline: Deadline): Promise<ExchangeResult> {
+export async function exchangeResult(
+  exchange: Exchange,
+  clock: Clock,
+  instance: string,
+  deadline: Deadline,
+  after: EpochMs,
+): Promise<ExchangeResult> {
   try {
     const token = await exchange();
-    return { token: { token, receivedAt: clock.epoch(), receivedBy: instance, copy: false } };
+    return { token: { token, receivedAt: clock.epoch(), receivedBy: instance, copy: false, after } };
   } catch (error) {
     if (!(error instanceof ExchangeError) || !isRemembered(error)) throw error;
     const late = error.code === 'upstream_timeout' ? Math.max(0, clock.mono() - deadline.at) : 0;

@@ -29,7 +29,11 @@ export function secretsManagerPepper(secretId: string, clock: Clock, settings: C
  * every instance uses the new pepper within a minute, and items sealed with the old one are then
  * ignored. While none is usable the table is skipped, never waited on past a request's own limit.
  */
-export function pepperSource(read: (deadline: Deadline) => Promise<unknown>, clock: Clock, settings: CacheSettings['pepper']): PepperSource {
+export function pepperSource(
+  read: (deadline: Deadline) => Promise<unknown>,
+  clock: Clock,
+  settings: CacheSettings['pepper'],
+): PepperSource {
   let loaded: { readonly value: Buffer; readonly at: EpochMs } | undefined;
   let loading: Promise<void> | undefined;
   let failure: { readonly name: string; readonly at: EpochMs } | undefined;

@@ -4,7 +4,20 @@ import type { ItemState } from '../core/item';
 import { type Outcome, tokenOutcome } from '../core/outcome';
 import { decide, type Freshness, fromFleet, holdScope, type KeyView, longer, type Rejection, type Remembered } from '../core/rules';
 import { type CacheSettings, hedgeFor } from '../core/settings';
-import { type Expected, type KeyRead, type Now, startVisit, type Step, step, type Visit, type VisitAction, type VisitEvent, visitOver, wakeAt, type WriteResult } from '../core/visit';
+import {
+  type Expected,
+  type KeyRead,
+  type Now,
+  startVisit,
+  type Step,
+  step,
+  type Visit,
+  type VisitAction,
+  type VisitEvent,
+  visitOver,
+  wakeAt,
+  type WriteResult,
+} from '../core/visit';
 import type { CacheReport } from '../report';
 import { type Exchange, exchangeResult } from './idp';
 import type { PepperSource } from './pepper';
@@ -39,6 +52,8 @@ export interface SharedAsk extends Freshness {
   readonly report: CacheReport;
   /** Told once, when the item's first read comes back: the newest token and latest rejection the fleet showed (a look, for memory). */
   readonly looked: (seen: Entry | undefined, rejection: Rejection) => void;
+  /** Told when the visit waits on a holder whose deadline ends by `until` (this instance's monotonic clock). */
+  readonly waits: (until: MonoMs) => void;
   /** Told the visit's own exchange's outcome as soon as it is known, whatever the caller is answered. */
   readonly met: (outcome: Outcome) => void;
   /** A hold in force on this instance now, for the key: checked again as the exchange is sent. */
@@ -118,7 +133,9 @@ export class SharedTier {
         switch (action.kind) {
           case 'read': {
             const startedAt = runtime.mono();
-            void calls.get(keys.itemKey).then((item) => feed({ kind: 'read', read: item === FAILED ? 'failed' : keyRead(keys, item, startedAt, runtime.mono()) }));
+            void calls
+              .get(keys.itemKey)
+              .then((item) => feed({ kind: 'read', read: item === FAILED ? 'failed' : keyRead(keys, item, startedAt, runtime.mono()) }));
             return;
           }
           case 'read-holds':
@@ -127,13 +144,22 @@ export class SharedTier {
           case 'write': {
             const startedAt = runtime.mono();
             const sealed = sealState(keys, action.state, settings.rejectionFloorMs);
-            void calls.put(keys.itemKey, sealed, action.expected, action.rev).then((written) =>
-              feed({ kind: 'written', write: action.write, rev: action.rev, result: writeResult(keys, written, action.rev, startedAt, runtime.mono()) }),
-            );
+            void calls
+              .put(keys.itemKey, sealed, action.expected, action.rev)
+              .then((written) =>
+                feed({
+                  kind: 'written',
+                  write: action.write,
+                  rev: action.rev,
+                  result: writeResult(keys, written, action.rev, startedAt, runtime.mono()),
+                }),
+              );
             return;
           }
           case 'write-hold':
-            void writeHold(calls, holdItemKeys(pepper, ask.clientHoldKey), action.hold, runtime, settings).then(() => feed({ kind: 'hold-written' }));
+            void writeHold(calls, holdItemKeys(pepper, ask.clientHoldKey), action.hold, runtime, settings).then(() =>
+              feed({ kind: 'hold-written' }),
+            );
             return;
           case 'exchange': {
             // Another request here may have met a 429 since this visit decided: nothing more is sent.
@@ -146,7 +172,7 @@ export class SharedTier {
             // The request went on without a table call that took longer than the hedge: the table's trouble.
             if (action.hedged) ask.report.tableError ??= 'TableSlow';
             const started = runtime.mono();
-            exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline).then(
+            exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline, ask.rejection.at).then(
               (result) => {
                 this.idpAnswered(ask.tokenUrl, runtime.mono() - started);
                 feed({ kind: 'exchanged', result });
@@ -164,6 +190,9 @@ export class SharedTier {
             return;
           case 'met':
             ask.met(action.outcome);
+            return;
+          case 'waits':
+            ask.waits(action.until);
             return;
         }
       };
@@ -202,15 +231,24 @@ export class SharedTier {
     const scope = holdScope(ask.vouched, ask.memory.entry, ask.rejection, runtime.epoch());
     if (plan.act === 'answer') return tokenOutcome(plan.entry, 'memory');
     const metAt = runtime.epoch();
-    if (plan.act === 'fail') return { kind: 'failure', failure: plan.failure, kept: undefined, rejection: 'unknown', scope, cause: plan.cause, metAt };
+    if (plan.act === 'fail')
+      return { kind: 'failure', failure: plan.failure, kept: undefined, rejection: 'unknown', scope, cause: plan.cause, metAt };
     const held = ask.heldNow();
     if (held) return { kind: 'failure', failure: held, kept: undefined, rejection: 'unknown', scope, cause: 'hold', metAt };
     if (plan.act === 'exchange' && plan.refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
-    const result = await exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline);
+    const result = await exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline, ask.rejection.at);
     if ('token' in result) return tokenOutcome(result.token, 'idp');
     const cut = result.failure.code === 'upstream_timeout' && budgetMs < settings.upstreamTimeoutMs - settings.upstreamTimeoutMs / 25;
-    return { kind: 'failure', failure: result.failure, kept: undefined, rejection: 'unknown', scope, cause: cut ? 'deadline' : 'exchange', metAt: runtime.epoch() };
+    return {
+      kind: 'failure',
+      failure: result.failure,
+      kept: undefined,
+      rejection: 'unknown',
+      scope,
+      cause: cut ? 'deadline' : 'exchange',
+      metAt: runtime.epoch(),
+    };
   }
 
   /** The longest hold on some hold items (a request no cache may answer reads them: `private_key_jwt`), as far as the table tells within the hedge. */
@@ -324,7 +362,12 @@ async function writeHold(calls: TableCalls, keys: ItemKeys, hold: Remembered, ru
   let read = await readHold(calls, keys);
   for (let round = 0; round <= HOLD_REWRITES && read !== FAILED; round++) {
     const merged = longer(read.hold, hold) as Remembered;
-    const written = await calls.put(keys.itemKey, sealState(keys, { kind: 'hold', hold: merged }, settings.rejectionFloorMs), read.expected, runtime.id());
+    const written = await calls.put(
+      keys.itemKey,
+      sealState(keys, { kind: 'hold', hold: merged }, settings.rejectionFloorMs),
+      read.expected,
+      runtime.id(),
+    );
     if (written === FAILED || 'rev' in written) return;
     read = await readHold(calls, keys);
   }

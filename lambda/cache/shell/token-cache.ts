@@ -1,11 +1,11 @@
-import { type Deadline, epochMs, type EpochMs } from '../../clock';
+import { type Deadline, epochMs, type EpochMs, monoMs } from '../../clock';
 import type { TokenCacheSetting } from '../../config';
 import type { CredentialRequest } from '../../credentials/access-policy';
 import { ExchangeError, upstreamFailure } from '../../errors';
 import type { TokenRequest } from '../../request/token-request';
 import type { IdpToken } from '../../upstream/exchange';
 import { answerFrom, type Entry, keepable, newest } from '../core/lifetime';
-import { MemoryTier, type Slot } from '../core/memory-tier';
+import { MemoryTier, type Pending, type Slot } from '../core/memory-tier';
 import { type Outcome, tokenOutcome } from '../core/outcome';
 import {
   answerFailure,
@@ -94,9 +94,14 @@ export class TokenCache {
     switch (plan.act) {
       case 'answer':
         // With the table, a copy answered from memory is checked against the table every 30 s: a newer token there replaces it.
-        if (this.shared && found && this.lookDue(found, now)) return this.answer(await this.start(key, found, false, ask, request), ask, found);
+        if (this.shared && found && this.lookDue(found, now))
+          return this.answer(await this.start(key, found, false, ask, request), ask, found);
         // A look under way may bring a newer token: it is a table read away.
-        if (found?.looking) return ask.deadline.race(found.looking).then(() => this.resolve(ask), () => this.answer(this.cutShort(found), ask, found));
+        if (found?.looking)
+          return ask.deadline.race(found.looking).then(
+            () => this.resolve(ask),
+            () => this.answer(this.cutShort(found), ask, found),
+          );
         return this.answer(tokenOutcome(plan.entry, 'memory'), ask, found);
       case 'fail': {
         // With the table, a failure or hold this instance remembers is answered once the table shows no kept
@@ -106,19 +111,28 @@ export class TokenCache {
           return this.answer(await this.start(key, slot, false, ask, request), ask, slot);
         }
         const [kept, rejection] = [found?.kept, found?.rejection ?? NO_REJECTION];
-        return this.answer({ kind: 'failure', failure: plan.failure, kept, rejection, scope: 'key', cause: plan.cause, metAt: now }, ask, found);
+        return this.answer(
+          { kind: 'failure', failure: plan.failure, kept, rejection, scope: 'key', cause: plan.cause, metAt: now },
+          ask,
+          found,
+        );
       }
       case 'wait': {
         const slot = found as Slot;
         const pending = slot.pending as NonNullable<Slot['pending']>;
         // A request whose deadline ends a fifth of the deadline after the fetch's may not wait on it: it fetches itself.
-        if (ask.deadline.at > pending.deadline + this.settings.dominanceMs) return this.answer(await this.start(key, slot, false, ask, request), ask, slot);
+        if (ask.deadline.at > pending.deadline + this.settings.dominanceMs)
+          return this.answer(await this.start(key, slot, false, ask, request), ask, slot);
         // A fetch started by a request with more time left is waited on no longer than this one's own deadline.
         const outcome = await ask.deadline.race(pending.outcome).catch(() => this.cutShort(slot));
         if (this.again(outcome, ask)) return this.resolve(ask);
         // A request that joins a fetch under way gets its outcome as a hit (it cost the IdP nothing), a hold as the seconds left.
         const shared: Outcome =
-          outcome.kind === 'token' ? (outcome.from === 'idp' ? { ...outcome, from: 'memory' } : outcome) : { ...outcome, metAt: this.runtime.epoch() };
+          outcome.kind === 'token'
+            ? outcome.from === 'idp'
+              ? { ...outcome, from: 'memory' }
+              : outcome
+            : { ...outcome, metAt: this.runtime.epoch() };
         return this.answer(shared, ask, slot);
       }
       case 'exchange': {
@@ -131,7 +145,15 @@ export class TokenCache {
   /** The outcome of a request whose deadline passed while it waited: a timeout of its own, which nobody remembers; what memory keeps may stand in. */
   private cutShort(slot: Slot): Outcome {
     const now = this.runtime.epoch();
-    return { kind: 'failure', failure: { code: 'upstream_timeout', until: now }, kept: slot.kept, rejection: slot.rejection, scope: 'key', cause: 'deadline', metAt: now };
+    return {
+      kind: 'failure',
+      failure: { code: 'upstream_timeout', until: now },
+      kept: slot.kept,
+      rejection: slot.rejection,
+      scope: 'key',
+      cause: 'deadline',
+      metAt: now,
+    };
   }
 
   private lookDue(slot: Slot, now: EpochMs): boolean {
@@ -165,6 +187,7 @@ export class TokenCache {
       lookDone();
     };
     const clientHold = earnedHoldKey(request, ask.tokenUrl);
+    let pending: Pending | undefined;
     const fetching = this.shared
       ? this.shared.fetch({
           ...ask,
@@ -176,6 +199,9 @@ export class TokenCache {
           rejection: slot.rejection,
           vouched: vouched(request),
           looked,
+          waits: (until) => {
+            if (pending) pending.deadline = monoMs(Math.min(pending.deadline, until));
+          },
           met: (outcome) => this.memory.store(key, slot, clientHold, outcome, false, this.runtime.epoch()),
           heldNow: () => {
             const now = this.runtime.epoch();
@@ -191,13 +217,15 @@ export class TokenCache {
       this.memory.store(key, slot, clientHold, outcome, refresh || ask.report.refresh === 'ahead', this.runtime.epoch());
       return outcome;
     });
-    const pending = { outcome, deadline: ask.deadline.at };
+    pending = { outcome, deadline: ask.deadline.at };
     slot.pending = pending;
-    void outcome.finally(() => {
-      if (slot.looking === looking) slot.looking = undefined;
-      lookDone();
-      if (slot.pending === pending) slot.pending = undefined;
-    }).catch(() => undefined);
+    void outcome
+      .finally(() => {
+        if (slot.looking === looking) slot.looking = undefined;
+        lookDone();
+        if (slot.pending === pending) slot.pending = undefined;
+      })
+      .catch(() => undefined);
     return outcome;
   }
 
@@ -205,7 +233,7 @@ export class TokenCache {
   private async fromIdp(ask: CacheAsk, slot: Slot, refresh: boolean, vouchedFor: boolean): Promise<Outcome> {
     if (refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
-    const result = await exchangeResult(ask.exchange, this.runtime, this.runtime.instance, ask.deadline);
+    const result = await exchangeResult(ask.exchange, this.runtime, this.runtime.instance, ask.deadline, slot.rejection.at);
     if ('token' in result) return tokenOutcome(result.token, 'idp');
     const now = this.runtime.epoch();
     const { failure } = result;
@@ -229,9 +257,13 @@ export class TokenCache {
       return this.served(ask, outcome.from === 'table' ? 'shared' : 'memory', answerFrom(outcome.entry, now));
     }
     if (outcome.cause === 'failure' || outcome.cause === 'hold') ask.report.remembered = outcome.cause;
-    const rejection = laterRejection(outcome.rejection === 'unknown' ? UNKNOWN_REJECTION : outcome.rejection, slot?.rejection ?? UNKNOWN_REJECTION);
+    const rejection = laterRejection(
+      outcome.rejection === 'unknown' ? UNKNOWN_REJECTION : outcome.rejection,
+      slot?.rejection ?? UNKNOWN_REJECTION,
+    );
     const kept = newest(outcome.kept, slot?.kept);
-    const answer = answerFailure(outcome.failure, kept, rejection, ask, now, outcome.metAt);
+    // Only the IdP's own answer to this request tells its seconds as given; a hold told of tells those left as the answer leaves.
+    const answer = answerFailure(outcome.failure, kept, rejection, ask, now, outcome.cause === 'exchange' ? outcome.metAt : now);
     if (answer.served === 'error') {
       ask.report.tier = 'miss';
       throw answer.error;

@@ -18,7 +18,7 @@ describe('cacheSettings', () => {
       refreshRetryMs: 1000,
       memoryEntries: 1000,
       maxSharedTokenBytes: 300_000,
-      inlineTokenBytes: 64_000,
+      itemTokenBytes: 360_000,
       oversizeKnownMs: 3_600_000,
       rejectionFloorMs: 86_400_000,
       kept: { lineage: 8, ended: 4, revs: 8, echoes: 32 },

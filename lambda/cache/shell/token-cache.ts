@@ -187,7 +187,8 @@ export class TokenCache {
       lookDone();
     };
     const clientHold = earnedHoldKey(request, ask.tokenUrl);
-    let pending: Pending | undefined;
+    // The fetch's pending entry, once made: the visit may shorten its deadline to a holder's it waits on.
+    const own: { pending: Pending | undefined } = { pending: undefined };
     const fetching = this.shared
       ? this.shared.fetch({
           ...ask,
@@ -200,7 +201,7 @@ export class TokenCache {
           vouched: vouched(request),
           looked,
           waits: (until) => {
-            if (pending) pending.deadline = monoMs(Math.min(pending.deadline, until));
+            if (own.pending) own.pending.deadline = monoMs(Math.min(own.pending.deadline, until));
           },
           met: (outcome) => this.memory.store(key, slot, clientHold, outcome, false, this.runtime.epoch()),
           heldNow: () => {
@@ -217,7 +218,8 @@ export class TokenCache {
       this.memory.store(key, slot, clientHold, outcome, refresh || ask.report.refresh === 'ahead', this.runtime.epoch());
       return outcome;
     });
-    pending = { outcome, deadline: ask.deadline.at };
+    const pending: Pending = { outcome, deadline: ask.deadline.at };
+    own.pending = pending;
     slot.pending = pending;
     void outcome
       .finally(() => {

@@ -106,7 +106,6 @@ export class DynamoDbTable implements Table {
   }
 }
 
-
 function condition(expected: Expected): AwsJson {
   const clauses: string[] = [];
   const values: Record<string, { S: string }> = {};

@@ -287,7 +287,9 @@ export class TokenCache {
   private async uncached(ask: CacheAsk): Promise<CacheAnswer> {
     const { clientId } = ask.request;
     const holdKeys = [clientHoldKey(clientId, ask.tokenUrl), assertionHoldKey(clientId, ask.tokenUrl)];
-    const held = this.memory.hold(holdKeys, this.runtime.epoch()) ?? (await this.shared?.holdOn(holdKeys, ask.deadline, ask.report));
+    const read = this.memory.hold(holdKeys, this.runtime.epoch()) ?? (await this.shared?.holdOn(holdKeys, ask.deadline, ask.report));
+    // A hold another request here met while the table was read counts as well: memory is asked again just before sending.
+    const held = longer(read, this.memory.hold(holdKeys, this.runtime.epoch()));
     if (held) {
       ask.report.remembered = 'hold';
       ask.report.tier = 'miss';

@@ -150,8 +150,12 @@ export const failureInvariants: readonly Invariant[] = [
                 newer.life.kept &&
                 (facts.shared || newer.receiver === instance || facts.answeredWith(instance, newer.token, at)),
             );
+          // The pepper: "items sealed with the old one are then ignored", and with them the 401s they held, which no
+          // token may outlive: one received before its instance switched is owed as `stale` no more.
+          const unsighted = facts.shared && facts.rotated(issued.issuedAt - PEPPER_SWITCH_MS, at);
           return (
             !replaced &&
+            !unsighted &&
             limit !== undefined &&
             at - issued.issuedAt + facts.slack(issued.receiver, instance) < limit &&
             facts.rejectedAfter(key.id, instance, issued.issuedAt, at) === undefined &&

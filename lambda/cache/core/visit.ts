@@ -53,6 +53,8 @@ export interface VisitAsk extends Freshness {
   readonly holder: string;
   /** A stored credential's key: its secret is the broker's, so a hold it earns covers the credential whatever it kept. */
   readonly vouched: boolean;
+  /** When this instance switched to a rotated pepper (0: never): a token it received before goes into no item sealed with the new one. */
+  readonly pepperSwitchedAt: EpochMs;
 }
 
 /** The condition a write goes over: the item is at one of `revs`, or (`unversioned`) has no string revision (absent, or not ours). */
@@ -1066,7 +1068,11 @@ function memoOf(visit: Visit, base: KeyMemo): KeyMemo {
   const memo: KeyMemo = { ...base, kept: base.kept && base.kept.receivedAt > rejectedAt ? base.kept : null, rejectedAt };
   const { seen } = visit;
   // A copy goes back only into the item it came from: one remembered from before a pepper rotation (or read from an item since overwritten) is not re-shared.
-  const ours = seen && (!seen.copy || (base.kept?.receivedAt === seen.receivedAt && base.kept.by === seen.receivedBy));
+  // A token received before a pepper switch may have a 401 only the old items know: it is not shared anew.
+  const ours =
+    seen &&
+    seen.receivedAt > visit.ask.pepperSwitchedAt &&
+    (!seen.copy || (base.kept?.receivedAt === seen.receivedAt && base.kept.by === seen.receivedBy));
   return ours && seen.receivedAt > rejectedAt && shareable(seen, visit.settings) ? keeping(memo, seen) : memo;
 }
 

@@ -1,6 +1,6 @@
 import { SECRETS_MANAGER } from '../../aws/endpoints';
 import { awsJsonClient, callErrorName } from '../../aws/json-client';
-import { type Clock, Deadline, type EpochMs } from '../../clock';
+import { type Clock, Deadline, type EpochMs, epochMs } from '../../clock';
 import { type CacheSettings, pepperFreshness } from '../core/settings';
 import type { CacheReport } from '../report';
 
@@ -8,6 +8,8 @@ import type { CacheReport } from '../report';
 export interface PepperSource {
   /** The pepper in use, or undefined when none can be had by `deadline` (the reason goes into the report). */
   get(deadline: Deadline, report: CacheReport): Promise<Buffer | undefined>;
+  /** When this instance began using a pepper that replaced one it used before (0: never): the items before are out of its sight. */
+  switchedAt(): EpochMs;
 }
 
 /** A pepper shorter than this adds too little to a guess: refuse it rather than trust it. */
@@ -37,6 +39,12 @@ export function pepperSource(
   let loaded: { readonly value: Buffer; readonly at: EpochMs } | undefined;
   let loading: Promise<void> | undefined;
   let failure: { readonly name: string; readonly at: EpochMs } | undefined;
+  let used: { readonly value: Buffer; readonly switchedAt: EpochMs } | undefined;
+  // The pepper handed out, noting when it replaced another: the 401s sealed under the old one are then out of sight.
+  const use = (value: Buffer): Buffer => {
+    if (!used || !used.value.equals(value)) used = { value, switchedAt: used ? clock.epoch() : epochMs(0) };
+    return value;
+  };
 
   const load = (): Promise<void> => {
     const started = clock.epoch();
@@ -64,17 +72,18 @@ export function pepperSource(
       const freshness = loaded ? pepperFreshness(loaded.at, now, settings) : 'stale';
       if (freshness !== 'stale' && loaded) {
         if (freshness === 'refresh') void maybeLoad(now);
-        return loaded.value;
+        return use(loaded.value);
       }
       // A read under way may bring a value already too old (it was sent before the instance was frozen): then one more.
       for (let attempt = 0; attempt < 2; attempt++) {
         const reading = maybeLoad(clock.epoch());
         if (!reading) break;
         await deadline.race(reading).catch(() => undefined);
-        if (loaded && pepperFreshness(loaded.at, clock.epoch(), settings) !== 'stale') return loaded.value;
+        if (loaded && pepperFreshness(loaded.at, clock.epoch(), settings) !== 'stale') return use(loaded.value);
       }
       report.tableError = loading ? 'PepperTimeout' : (failure?.name ?? 'PepperTimeout');
       return undefined;
     },
+    switchedAt: () => used?.switchedAt ?? epochMs(0),
   };
 }

@@ -84,6 +84,11 @@ export class SharedTier {
 
   constructor(private readonly parts: SharedTierSettings) {}
 
+  /** When this instance switched to a rotated pepper (0: never): a token it kept before may have a 401 it can no longer see. */
+  pepperSwitchedAt(): EpochMs {
+    return this.parts.pepper.switchedAt();
+  }
+
   /** The key's token from the table, from the exchange the fleet has under way, or from the IdP. */
   async fetch(ask: SharedAsk): Promise<Outcome> {
     const { runtime, settings } = this.parts;
@@ -144,16 +149,14 @@ export class SharedTier {
           case 'write': {
             const startedAt = runtime.mono();
             const sealed = sealState(keys, action.state, settings.rejectionFloorMs);
-            void calls
-              .put(keys.itemKey, sealed, action.expected, action.rev)
-              .then((written) =>
-                feed({
-                  kind: 'written',
-                  write: action.write,
-                  rev: action.rev,
-                  result: writeResult(keys, written, action.rev, startedAt, runtime.mono()),
-                }),
-              );
+            void calls.put(keys.itemKey, sealed, action.expected, action.rev).then((written) =>
+              feed({
+                kind: 'written',
+                write: action.write,
+                rev: action.rev,
+                result: writeResult(keys, written, action.rev, startedAt, runtime.mono()),
+              }),
+            );
             return;
           }
           case 'write-hold':
@@ -207,6 +210,7 @@ export class SharedTier {
             arrivedAt: ask.arrivedAt,
             holder: runtime.id(),
             vouched: ask.vouched,
+            pepperSwitchedAt: this.parts.pepper.switchedAt(),
           },
           settings,
           hedgeMs,

@@ -259,10 +259,13 @@ export class TokenCache {
       return this.served(ask, outcome.from === 'table' ? 'shared' : 'memory', answerFrom(outcome.entry, now));
     }
     if (outcome.cause === 'failure' || outcome.cause === 'hold') ask.report.remembered = outcome.cause;
-    const rejection = laterRejection(
+    // A pepper switch hides the 401s sealed before it: a token received before it no longer stands in as stale.
+    const switched: Rejection = { at: this.shared?.pepperSwitchedAt() ?? epochMs(0), own: true };
+    const known = laterRejection(
       outcome.rejection === 'unknown' ? UNKNOWN_REJECTION : outcome.rejection,
       slot?.rejection ?? UNKNOWN_REJECTION,
     );
+    const rejection = laterRejection(known, switched);
     const kept = newest(outcome.kept, slot?.kept);
     // Only the IdP's own answer to this request tells its seconds as given; a hold told of tells those left as the answer leaves.
     const answer = answerFailure(outcome.failure, kept, rejection, ask, now, outcome.cause === 'exchange' ? outcome.metAt : now);

@@ -183,7 +183,9 @@ export const exchangeInvariants: readonly Invariant[] = [
             answer.header === 'hit' &&
             inWindow &&
             !facts.troubled(asked.instance, asked.arrivedAt, answer.answeredAt) &&
-            !failureInForce(facts, key, asked.instance, asked.arrivedAt)
+            // A hold that came while it was answered held its refresh back ("nothing more is sent").
+            !failureInForce(facts, key, asked.instance, asked.arrivedAt) &&
+            !failureInForce(facts, key, asked.instance, answer.answeredAt)
           );
         });
         const first = triggers.reduce<(typeof triggers)[number] | undefined>(

@@ -1,7 +1,7 @@
 import { type EpochMs, epochMs } from '../../clock';
 import type { IdpToken } from '../../upstream/exchange';
 import type { ClaimFacts } from './claims';
-import { CLOCK_TOLERANCE_MS, type Entry, expiresAt, provesUntil } from './lifetime';
+import { CLOCK_TOLERANCE_MS, type Entry, expiresAt, fleetOrHeld, provesUntil } from './lifetime';
 import type { Remembered } from './rules';
 
 /** A token as an item holds it: the IdP's answer, when its receiver got it (that instance's clock), and which instance that was. */
@@ -23,6 +23,8 @@ export interface KeyMemo {
   readonly keptUntil: EpochMs;
   /** Until when the key's tokens are known too large for an item: nobody waits on a claim for one. */
   readonly oversizeUntil: EpochMs;
+  /** The kept token answered a no-cache request: only one surely received after it replaces it, so the fleet comes to it. */
+  readonly keptForNoCache: boolean;
 }
 
 /**
@@ -62,7 +64,13 @@ export type ItemState =
 
 export type KeyItem = Extract<ItemState, { kind: 'key' }>;
 
-export const EMPTY_MEMO: KeyMemo = { kept: null, rejectedAt: epochMs(0), keptUntil: epochMs(0), oversizeUntil: epochMs(0) };
+export const EMPTY_MEMO: KeyMemo = {
+  kept: null,
+  rejectedAt: epochMs(0),
+  keptUntil: epochMs(0),
+  oversizeUntil: epochMs(0),
+  keptForNoCache: false,
+};
 
 /** An item's token as instance `self` holds it: a copy, dated by its receiver's clock, unless `self` received it. */
 export function entryOf(stored: StoredToken, self: string): Entry {
@@ -100,8 +108,19 @@ export function endsAt(ended: Ended): EpochMs {
   return ended.outcome.kind === 'failure' ? ended.outcome.failure.until : ended.outcome.until;
 }
 
-/** The memo once `entry` is kept in it: the newer token, and the later expiry of all it kept. */
-export function keeping(memo: KeyMemo, entry: Entry): KeyMemo {
-  const kept = !memo.kept || entry.receivedAt > memo.kept.receivedAt ? storedOf(entry) : memo.kept;
-  return { ...memo, kept, keptUntil: epochMs(Math.max(memo.keptUntil, expiresAt(entry))) };
+/**
+ * The memo once `entry` is kept in it: the newer token as dated, and the later expiry of all it kept.
+ * One a no-cache request got (`noCache`) replaces the kept one, and stands against any not surely newer.
+ */
+export function keeping(memo: KeyMemo, entry: Entry, noCache = false): KeyMemo {
+  const replaces =
+    !memo.kept ||
+    noCache ||
+    (memo.keptForNoCache ? fleetOrHeld(entry, entryOf(memo.kept, '')) === entry : entry.receivedAt > memo.kept.receivedAt);
+  return {
+    ...memo,
+    kept: replaces ? storedOf(entry) : memo.kept,
+    keptForNoCache: replaces ? noCache : memo.keptForNoCache,
+    keptUntil: epochMs(Math.max(memo.keptUntil, expiresAt(entry))),
+  };
 }

@@ -121,6 +121,17 @@ export function newest(a: Entry | undefined, b: Entry | undefined): Entry | unde
   return b.receivedAt > a.receivedAt ? b : a;
 }
 
+/**
+ * Of a token held here and the fleet's (the table's), the one to go on with: the fleet's, unless the
+ * held one was surely received after it (by the same clock, or later by more than the clocks'
+ * tolerance). Two dates closer than that do not order two receivers' tokens: the one shared first stands.
+ */
+export function fleetOrHeld(held: Entry | undefined, fleet: Entry | undefined): Entry | undefined {
+  if (!held || !fleet) return held ?? fleet;
+  const margin = held.receivedBy === fleet.receivedBy ? 0 : CLOCK_TOLERANCE_MS;
+  return held.receivedAt > fleet.receivedAt + margin ? held : fleet;
+}
+
 /** The token answer's size as the table would hold it. */
 export function tokenBytes(token: IdpToken): number {
   return Buffer.byteLength(JSON.stringify(token));

@@ -13,7 +13,7 @@ import {
   withEcho,
 } from './claims';
 import { EMPTY_MEMO, entryOf, type Ended, endsAt, keeping, type KeyItem, type KeyMemo, type SharedOutcome, storedOf } from './item';
-import { CLOCK_TOLERANCE_MS, type Entry, keepable, newest, openToFleet, served, tokenBytes } from './lifetime';
+import { CLOCK_TOLERANCE_MS, type Entry, fleetOrHeld, keepable, newest, openToFleet, served, tokenBytes } from './lifetime';
 import { type ExchangeResult, type FailureOutcome, type Outcome, tokenOutcome } from './outcome';
 import {
   answersNoCache,
@@ -435,7 +435,15 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
   const ended = read.state?.ended ?? [];
   const outlasts = ended.filter((one) => outlasted(visit, one, now)).map((one) => one.holder);
   const failures = ended.flatMap((one) => (one.outcome.kind === 'failure' && !outlasts.includes(one.holder) ? [one.outcome.failure] : []));
-  const failure = failures.filter((one) => !isHold(one)).at(-1);
+  // The newest failure still in force, unless a token came after it: a later failure's shorter time over, an older rejection answers again.
+  const latest = [...ended]
+    .reverse()
+    .find(
+      (one) =>
+        one.outcome.kind === 'answered' ||
+        (!isHold(one.outcome.failure) && !outlasts.includes(one.holder) && one.outcome.failure.until > now.epoch),
+    );
+  const failure = latest?.outcome.kind === 'failure' ? latest.outcome.failure : failures.filter((one) => !isHold(one)).at(-1);
   // A claim this visit had not seen, absent from what it saw before: written since, so its exchange runs after this request came.
   const claim = read.state?.activity.kind === 'claim' ? read.state.activity.claim : undefined;
   const before = visit.mirror?.activity;
@@ -456,7 +464,13 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
     rejection,
     confirmed: true,
     oversize: memo.oversizeUntil > now.epoch,
-    seen: candidates.reduce<Entry | undefined>(newest, undefined),
+    // A token a no-cache request got stands against one held here that is not surely newer: the fleet must come to it.
+    seen: memo.keptForNoCache
+      ? fleetOrHeld(
+          candidates.find((entry) => entry === visit.seen),
+          candidates.find((entry) => entry !== visit.seen),
+        )
+      : candidates.reduce<Entry | undefined>(newest, undefined),
     outlasts: [...visit.outlasts.filter((holder) => !outlasts.includes(holder)), ...outlasts].slice(-visit.settings.kept.ended),
     tableFailure: fromFleet(failure, now.epoch),
     tableHold: failures
@@ -837,7 +851,7 @@ function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefin
   if (outcome.kind === 'token' && outcome.from === 'idp') {
     const { entry } = outcome;
     const kept = shareable(entry, visit.settings) && entry.receivedAt > memo.rejectedAt;
-    if (kept) memo = keeping(memo, entry);
+    if (kept) memo = keeping(memo, entry, visit.ask.noCache);
     const bytes = tokenBytes(entry.token);
     const inline = !keepable(entry.token) && bytes <= tokenRoom(visit, memo);
     const token = kept ? 'kept' : inline ? storedOf(entry) : 'unshared';

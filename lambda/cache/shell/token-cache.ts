@@ -181,8 +181,8 @@ export class TokenCache {
     const holdKeys = holdKeysOf(request, ask.tokenUrl);
     let lookDone = (): void => undefined;
     const looking = new Promise<void>((resolve) => (lookDone = resolve));
-    const looked = (seen: Entry | undefined, rejection: Rejection): void => {
-      this.memory.looked(key, slot, seen, rejection);
+    const looked = (seen: Entry | undefined, rejection: Rejection, pinned: boolean): void => {
+      this.memory.looked(key, slot, seen, rejection, pinned);
       if (slot.looking === looking) slot.looking = undefined;
       lookDone();
     };

@@ -245,7 +245,8 @@ export function startVisit(ask: VisitAsk, settings: CacheSettings, hedgeMs: numb
     holds: { kind: 'unread' },
     watch: EMPTY_WATCH,
     mirror: undefined,
-    item: { revs: [], unversioned: false },
+    // Unread, the item is taken as absent: a write over anything else is refused with what is there, and learns it.
+    item: { revs: [], unversioned: true },
     sent: 0,
     refusals: 0,
     refresh: false,

@@ -71,7 +71,8 @@ export class Deadline {
 
   /** What `work` gives, or `passed()`'s error if the deadline passes first. */
   async race<T>(work: Promise<T>, passed: () => Error = () => new DeadlinePassed()): Promise<T> {
-    let cancel = (): void => undefined;
+    // Assigned at once: a promise's executor runs before the constructor returns.
+    let cancel!: () => void;
     const late = new Promise<never>((_resolve, reject) => (cancel = this.whenPassed(() => reject(passed()))));
     try {
       return await Promise.race([work, late]);

@@ -1,10 +1,14 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { ClientRequest } from 'node:http';
 import type { Socket } from 'node:net';
+import { Deadline } from '../lambda/clock';
 import { loadConfig } from '../lambda/config';
+import { checkTokenUrl, parseAllowlist } from '../lambda/policy/token-url-policy';
+import { exchangeToken, type UpstreamReport } from '../lambda/upstream/exchange';
 import { destroyAgents } from '../lambda/upstream/guarded-agents';
 import { createHandler } from '../lambda/handler';
 import { bodyOf, tokenEvent } from './support/events';
+import { manualClock } from './support/manual-clock';
 import { useScriptedIdp } from './support/scripted-idp';
 import { DEMO_TOKEN, json } from './support/token-server';
 
@@ -203,6 +207,31 @@ describe('the deadline', () => {
     expect(result.statusCode).toBe(504);
     expect(elapsed).toBeLessThan(800);
     destroyAgents();
+  });
+
+  it('sends nothing once it has passed: the request has its 504 due already', async () => {
+    // Prepare: a deadline that passed while the request waited elsewhere (the shared table, say).
+    const clock = manualClock();
+    const deadline = Deadline.after(clock, 300);
+    clock.advance(300);
+    const target = checkTokenUrl(`${idp.server.origin}/token`, parseAllowlist(idp.server.origin));
+    const request = {
+      clientId: 'service-a',
+      clientSecret: 'exchange-test-secret',
+      accessTokenUrl: `${idp.server.origin}/token`,
+      grantType: 'client_credentials',
+      authMethod: 'client_secret_basic',
+    } as const;
+    const report: UpstreamReport = {};
+    const sent = idp.server.received.length;
+
+    // Act
+    const exchanged = exchangeToken(request, target, deadline, report);
+
+    // Assess
+    await expect(exchanged).rejects.toMatchObject({ code: 'upstream_timeout' });
+    expect(report.failure).toBe('timeout');
+    expect(idp.server.received.length).toBe(sent);
   });
 
   it('is disarmed once the IdP has answered: no timer is left to run until it', async () => {

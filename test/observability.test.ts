@@ -257,6 +257,29 @@ describe('the EMF metrics of each request', () => {
     expect(requestLogs(lines).map((line) => line.cache)).toEqual(['miss', 'memory']);
   });
 
+  it('add the table latency to the cache line of a request that called the table, and count its table errors apart', async () => {
+    // Prepare: a request the shared tier answered after 3.4 ms in table calls, one whose table call
+    // failed (it went to the IdP), and one of memory alone.
+    const observability = powertoolsObservability('INFO');
+    const entry = { route: 'POST /v1/oauth/token', outcome: 'ok', status: 200, latency_ms: 9 } as const;
+
+    // Act
+    const lines = await captureOutput(async () => {
+      observability.record({ ...entry, cache: 'shared', cache_table_latency_ms: 3.4 });
+      observability.record({ ...entry, cache: 'miss', cache_table_latency_ms: 200, cache_error: 'TimeoutError' });
+      observability.record({ ...entry, cache: 'memory' });
+    });
+
+    // Assess
+    const cacheLines = parse(lines).filter((line) => line.tier !== undefined);
+    expect(cacheLines.map((line) => [line.tier, line.CacheTableLatency])).toEqual([
+      ['shared', 3.4],
+      ['miss', 200],
+      ['memory', undefined],
+    ]);
+    expect(parse(lines).filter((line) => line.CacheErrors !== undefined)).toEqual([expect.objectContaining({ CacheErrors: 1 })]);
+  });
+
   it('count stale answers, refreshes ahead, remembered failures and holds, the last three on one undimensioned line', async () => {
     // Prepare: a 100 s token is refreshed ahead from 50 s and goes stale at 70 s
     let now = Date.now();

@@ -1,5 +1,5 @@
-import type { IdpPhase } from '../../sim/idp';
-import { type Scenario, type SimKey, scriptedScenario } from '../../sim/scenario';
+import type { IdpPhase } from '../../sim/record';
+import { type Scenario, type ScenarioKey, scriptedScenario } from '../../sim/scenario';
 import { runScenario, type SimResult, simulate } from '../../sim/simulation';
 
 // Each shape of trouble a review of the shared cache reproduced, as a scenario the simulator runs
@@ -15,8 +15,23 @@ const healthy = (ms: number, expiresIn: number | undefined = 3600): IdpPhase => 
 /** `count` requests for KEY, `everyMs` apart from `fromMs`, over `instances` instances in turn. */
 const burst = (count: number, instances: number, fromMs = 0, everyMs = 10, key = KEY) =>
   Array.from({ length: count }, (_, index) => ({ at: fromMs + index * everyMs, instance: index % instances, key }));
-const statuses = (result: SimResult) => result.answers.map((answer) => answer.status);
-const tokens = (result: SimResult) => new Set(result.answers.map((answer) => answer.token));
+/** What each caller got, in the order answered, with the instance it asked. */
+const answers = (result: SimResult) =>
+  result.record.answers.map((answer) => ({ ...answer, instance: result.record.requests[answer.request]?.instance }));
+const statuses = (result: SimResult) => answers(result).map((answer) => answer.status);
+const tokens = (result: SimResult) => new Set(answers(result).map((answer) => answer.token));
+/** The requests that reached the IdP. */
+const sent = (result: SimResult) => result.record.idp;
+/** A client's key with its own secret, which the IdP accepts. */
+const keyOf = (client: string, scope: string, secret = `${client}-secret`, authentic = true): ScenarioKey => ({
+  id: `${client}/${scope}`,
+  client,
+  secret,
+  scope,
+  tokenUrl: 'https://idp.example/token',
+  kind: 'secret',
+  authentic,
+});
 
 async function run(scenario: Scenario): Promise<SimResult> {
   const result = await runScenario(scenario);
@@ -39,7 +54,7 @@ describe('the shared cache, under the trouble a review found', () => {
     );
 
     expect(statuses(result)).toEqual(Array(8).fill(200));
-    expect(result.writes.get(KEY)).toBeLessThanOrEqual(8 * 4);
+    expect(result.record.table.filter((call) => call.item === KEY && call.op === 'put').length).toBeLessThanOrEqual(8 * 4);
   });
 
   it("shares the holder's token though someone rewrites the revision every 100 ms while its exchange runs", async () => {
@@ -55,7 +70,7 @@ describe('the shared cache, under the trouble a review found', () => {
 
     expect(statuses(result)).toEqual([200, 200, 200, 200]);
     expect(tokens(result).size).toBe(1);
-    expect(result.sent).toHaveLength(1);
+    expect(sent(result)).toHaveLength(1);
   });
 
   it('lets a waiter answer with its own stale token when the exchange it waited for fails', async () => {
@@ -79,7 +94,7 @@ describe('the shared cache, under the trouble a review found', () => {
       ),
     );
 
-    expect(result.answers.map((answer) => [answer.instance, answer.status, answer.header])).toEqual([
+    expect(answers(result).map((answer) => [answer.instance, answer.status, answer.header])).toEqual([
       ['i1', 200, 'miss'],
       ['i0', 502, undefined],
       ['i1', 200, 'stale'],
@@ -108,7 +123,7 @@ describe('the shared cache, under the trouble a review found', () => {
       ),
     );
 
-    expect(result.answers.map((answer) => [answer.instance, answer.status])).toEqual([
+    expect(answers(result).map((answer) => [answer.instance, answer.status])).toEqual([
       ['i0', 200],
       ['i1', 200],
       ['i0', 401],
@@ -118,28 +133,31 @@ describe('the shared cache, under the trouble a review found', () => {
   });
 
   it('settles over a claim whose answer was lost, so the next request finds the token and waits out no silent claim', async () => {
-    // i0's claim lands but its answer never comes; i0 asks the IdP at the hedge and answers. i1 comes 1.5 s later.
+    // At 1 s (the pepper long loaded), i0 reads the item and claims it; the claim lands but its answer
+    // never comes, so i0 asks the IdP at the hedge and answers. i1 comes 1.5 s later.
     const result = await run(
       scriptedScenario(
         [
-          { at: 0, instance: 0, key: KEY },
-          { at: 1500, instance: 1, key: KEY },
+          { at: 1000, instance: 0, key: KEY },
+          { at: 2500, instance: 1, key: KEY },
         ],
         {
           idp: [healthy(50)],
           table: [
             { from: 0, behaviour: { kind: 'normal', minMs: 2, maxMs: 2 } },
-            { from: 1, behaviour: { kind: 'lost-answer' }, instance: 'i0' },
-            { from: 800, behaviour: { kind: 'normal', minMs: 2, maxMs: 2 } },
+            // The read sent at 1000 answers at 1002; the claim sent then has its answer lost.
+            { from: 1001, behaviour: { kind: 'lost-answer' }, instance: 'i0' },
+            { from: 1800, behaviour: { kind: 'normal', minMs: 2, maxMs: 2 } },
           ],
         },
       ),
     );
 
+    expect(result.record.table.find((call) => call.instance === 'i0' && call.op === 'put')).toMatchObject({ fault: 'lost-answer' });
     expect(statuses(result)).toEqual([200, 200]);
-    expect(result.answers[1]).toMatchObject({ header: 'hit', token: result.answers[0]?.token });
-    expect(result.answers[1]?.answeredAt).toBeLessThan(1510);
-    expect(result.sent).toHaveLength(1);
+    expect(answers(result)[1]).toMatchObject({ header: 'hit', token: answers(result)[0]?.token });
+    expect(answers(result)[1]?.answeredAt).toBeLessThan(2510);
+    expect(sent(result)).toHaveLength(1);
   });
 
   it("gives a waiter its holder's token when a no-cache claim replaces the settle before the waiter reads it", async () => {
@@ -148,7 +166,7 @@ describe('the shared cache, under the trouble a review found', () => {
     const result = await simulate(100123, 600);
 
     expect(result.violations).toEqual([]);
-    expect(result.answered).toBeGreaterThan(600);
+    expect(result.record.answers).toHaveLength(result.record.requests.length);
   });
 
   it('never takes over from a live holder whose clock is 4 s behind: one exchange for the burst', async () => {
@@ -160,28 +178,20 @@ describe('the shared cache, under the trouble a review found', () => {
     );
 
     expect(statuses(result)).toEqual(Array(6).fill(200));
-    expect(result.sent).toHaveLength(1);
+    expect(sent(result)).toHaveLength(1);
   });
 
   it('never lets a shorter Retry-After shorten a longer hold', async () => {
     // Two scopes of a client, each with a kept 2 min token; once stale, the IdP asks one to wait 30 s,
     // then the other 5 s; 15 s later, a request must still be held
-    const write: SimKey = {
-      id: 'client-a/write',
-      client: 'client-a',
-      secret: 'client-a-secret',
-      scope: 'write',
-      tokenUrl: 'https://idp.example/token',
-      assertion: false,
-    };
-    const keys = [scriptedScenario([]).keys[0] as SimKey, write];
+    const keys = [keyOf('client-a', 'read'), keyOf('client-a', 'write')];
     const result = await run(
       scriptedScenario(
         [
           { at: 0, instance: 0, key: KEY },
           { at: 10, instance: 1, key: 'client-a/write' },
           { at: 95_000, instance: 0, key: KEY },
-          { at: 95_010, instance: 1, key: 'client-a/write' },
+          { at: 95_050, instance: 1, key: 'client-a/write' },
           { at: 110_000, instance: 2, key: KEY },
         ],
         {
@@ -190,14 +200,14 @@ describe('the shared cache, under the trouble a review found', () => {
           idp: [
             healthy(20, 120),
             { from: 94_000, minMs: 100, maxMs: 100, answer: { kind: 'throttle', retryAfter: 30 } },
-            { from: 95_008, minMs: 200, maxMs: 200, answer: { kind: 'throttle', retryAfter: 5 } },
+            { from: 95_040, minMs: 200, maxMs: 200, answer: { kind: 'throttle', retryAfter: 5 } },
           ],
         },
       ),
     );
 
-    expect(result.sent).toHaveLength(4);
-    expect(result.answers.at(-1)).toMatchObject({ instance: 'i2', status: 200, header: 'stale' });
+    expect(sent(result).map((call) => call.retryAfterS)).toEqual([undefined, undefined, 30, 5]);
+    expect(answers(result).at(-1)).toMatchObject({ instance: 'i2', status: 200, header: 'stale' });
   });
 
   it('costs no third IdP request when the instance that took over gets a token that cannot be kept', async () => {
@@ -215,18 +225,12 @@ describe('the shared cache, under the trouble a review found', () => {
 
     expect(statuses(result)).toEqual([200, 200]);
     expect(tokens(result).size).toBe(1);
-    expect(result.sent).toHaveLength(2);
+    expect(sent(result)).toHaveLength(2);
   });
 
   it('never lets a caller who knows only the client id hold its owner: a failing secret holds its own key', async () => {
-    const guess: SimKey = {
-      id: 'client-a/guess',
-      client: 'client-a',
-      secret: 'a-guess',
-      scope: 'read',
-      tokenUrl: 'https://idp.example/token',
-      assertion: false,
-    };
+    // The IdP throttles the guesses (it throttles everyone then), and is healthy again when the owner comes.
+    const guess = { ...keyOf('client-a', 'guess', 'a-guess', false), scope: 'read' };
     const result = await run(
       scriptedScenario(
         [
@@ -235,14 +239,25 @@ describe('the shared cache, under the trouble a review found', () => {
           { at: 3100, instance: 0, key: KEY },
         ],
         {
-          keys: [scriptedScenario([]).keys[0] as SimKey, guess],
-          idp: [{ ...healthy(20), wrongSecret: { kind: 'throttle', retryAfter: 60 } }],
+          keys: [keyOf('client-a', 'read'), guess],
+          idp: [
+            { from: 0, minMs: 20, maxMs: 20, answer: { kind: 'throttle', retryAfter: 60 } },
+            { ...healthy(20), from: 2900 },
+          ],
         },
       ),
     );
 
-    expect(result.answers.slice(0, 5).map((answer) => answer.status)).toEqual(Array(5).fill(503));
-    expect(result.answers.slice(5).map((answer) => [answer.status, answer.header])).toEqual([
+    expect(
+      answers(result)
+        .slice(0, 5)
+        .map((answer) => answer.status),
+    ).toEqual(Array(5).fill(503));
+    expect(
+      answers(result)
+        .slice(5)
+        .map((answer) => [answer.status, answer.header]),
+    ).toEqual([
       [200, 'miss'],
       [200, 'hit'],
     ]);
@@ -260,7 +275,7 @@ describe('the shared cache, under the trouble a review found', () => {
     );
 
     expect(statuses(result)).toEqual([200, 200]);
-    expect(result.sent).toHaveLength(1);
+    expect(sent(result)).toHaveLength(1);
   });
 
   it.each([4000, 4600])(
@@ -302,14 +317,7 @@ describe('the shared cache, under the trouble a review found', () => {
   });
 
   it('answers a cold burst of 400 over 8 keys and 8 instances within a 1 s deadline, twice per key at most', async () => {
-    const keys: SimKey[] = Array.from({ length: 8 }, (_, index) => ({
-      id: `client-${index}/read`,
-      client: `client-${index}`,
-      secret: `client-${index}-secret`,
-      scope: 'read',
-      tokenUrl: 'https://idp.example/token',
-      assertion: false,
-    }));
+    const keys = Array.from({ length: 8 }, (_, index) => keyOf(`client-${index}`, 'read'));
     const arrivals = Array.from({ length: 400 }, (_, index) => ({ at: index / 4, instance: index % 8, key: `client-${index % 8}/read` }));
 
     const result = await run(
@@ -317,13 +325,12 @@ describe('the shared cache, under the trouble a review found', () => {
         upstreamTimeoutMs: 1000,
         mode: 'concurrent',
         keys,
-        secrets: new Map(keys.map((key) => [key.client, key.secret])),
         idp: [healthy(200)],
         table: [{ from: 0, behaviour: { kind: 'normal', minMs: 5, maxMs: 30 } }],
       }),
     );
 
     expect(statuses(result)).toEqual(Array(400).fill(200));
-    for (const key of keys) expect(result.sent.filter((request) => request.key === key.id).length).toBeLessThanOrEqual(2);
+    for (const key of keys) expect(sent(result).filter((request) => request.key === key.id).length).toBeLessThanOrEqual(2);
   });
 });

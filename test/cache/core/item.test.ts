@@ -42,7 +42,7 @@ const failed = (untilMs: number): Ended => ({
 const answered = (untilMs: number): Ended => ({
   holder: 'h',
   lineage: ['g'],
-  outcome: { kind: 'answered', receivedAt: at(0), until: at(untilMs), token: 'kept' },
+  outcome: { kind: 'answered', receivedAt: at(0), until: at(untilMs), answerBy: at(0), token: 'kept' },
 });
 
 describe('entryOf and storedOf', () => {

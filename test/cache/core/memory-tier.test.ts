@@ -25,6 +25,7 @@ const failed = (failure: Remembered, parts: Partial<FailureOutcome> = {}): Failu
   rejection: NO_REJECTION,
   scope: 'key',
   cause: 'exchange',
+  metAt: NOW,
   ...parts,
 });
 const pending = { outcome: new Promise<never>(() => undefined), deadline: monoMs(0) };
@@ -271,14 +272,15 @@ describe('store, from an outcome', () => {
     expect([slot.kept, slot.failure, slot.rejection, slot.hold]).toEqual([token(-1000), undefined, NO_REJECTION, undefined]);
   });
 
-  it('dates here and now a rejection met without the table’s word, voiding every token received before it', () => {
+  it('dates a rejection met without the table’s word when this instance met it, voiding every token received before it', () => {
     const memory = tier();
     const slot = memory.slot('k');
     keepIn(memory, 'k', token(-1000));
 
-    memory.store('k', slot, 'hold', failed(rejected(5000), { rejection: 'unknown', kept: token(-500) }), false, NOW);
+    // Met 300 ms before its news is stored (a visit still publishing): dated when met, not when stored.
+    memory.store('k', slot, 'hold', failed(rejected(5000), { rejection: 'unknown', kept: token(-500), metAt: at(-300) }), false, NOW);
 
-    expect([slot.rejection, slot.kept, slot.failure]).toEqual([{ at: NOW, own: true }, undefined, rejected(5000)]);
+    expect([slot.rejection, slot.kept, slot.failure]).toEqual([{ at: at(-300), own: true }, undefined, rejected(5000)]);
   });
 
   it('keeps its token when a fetch that could not read the table failed otherwise', () => {

@@ -138,34 +138,34 @@ describe('answersNoCache', () => {
 
 describe('answerFailure', () => {
   it('answers a token not yet stale as a hit, whatever the failure and whenever the key was rejected', () => {
-    expect(answerFailure(failure, REFRESH, NO_REJECTION, normal, NOW)).toEqual({ served: 'hit', entry: REFRESH });
-    expect(answerFailure({ code: 'unauthorized', until: at(5000) }, FRESH, rejection(0, true), normal, NOW)).toEqual({
+    expect(answerFailure(failure, REFRESH, NO_REJECTION, normal, NOW, NOW)).toEqual({ served: 'hit', entry: REFRESH });
+    expect(answerFailure({ code: 'unauthorized', until: at(5000) }, FRESH, rejection(0, true), normal, NOW, NOW)).toEqual({
       served: 'hit',
       entry: FRESH,
     });
   });
 
   it.each(['upstream_error', 'upstream_throttled', 'upstream_timeout'] as const)('answers a stale token in place of %s', (code) => {
-    expect(answerFailure({ code, until: at(1000) }, STALE, NO_REJECTION, normal, NOW)).toEqual({ served: 'stale', entry: STALE });
+    expect(answerFailure({ code, until: at(1000) }, STALE, NO_REJECTION, normal, NOW, NOW)).toEqual({ served: 'stale', entry: STALE });
   });
 
   it.each(['unauthorized', 'token_url_not_allowed'] as const)('never answers a stale token in place of %s', (code) => {
-    const answer = answerFailure({ code, until: at(1000) }, STALE, NO_REJECTION, normal, NOW);
+    const answer = answerFailure({ code, until: at(1000) }, STALE, NO_REJECTION, normal, NOW, NOW);
 
     expect(shown(answer)).toEqual(errorShown(code));
   });
 
   it('never answers a token within 5 s of its expiry, nor an expired one', () => {
-    expect(shown(answerFailure(failure, LAST_SECONDS, NO_REJECTION, normal, NOW))).toEqual(errorShown('upstream_error'));
-    expect(shown(answerFailure(failure, kept(3_600_000), NO_REJECTION, normal, NOW))).toEqual(errorShown('upstream_error'));
+    expect(shown(answerFailure(failure, LAST_SECONDS, NO_REJECTION, normal, NOW, NOW))).toEqual(errorShown('upstream_error'));
+    expect(shown(answerFailure(failure, kept(3_600_000), NO_REJECTION, normal, NOW, NOW))).toEqual(errorShown('upstream_error'));
   });
 
   it('gives a no-cache request the error, never a kept token', () => {
-    expect(shown(answerFailure(failure, FRESH, NO_REJECTION, noCache, NOW))).toEqual(errorShown('upstream_error'));
+    expect(shown(answerFailure(failure, FRESH, NO_REJECTION, noCache, NOW, NOW))).toEqual(errorShown('upstream_error'));
   });
 
   it('gives the error when nothing is kept', () => {
-    expect(shown(answerFailure(failure, undefined, NO_REJECTION, normal, NOW))).toEqual(errorShown('upstream_error'));
+    expect(shown(answerFailure(failure, undefined, NO_REJECTION, normal, NOW, NOW))).toEqual(errorShown('upstream_error'));
   });
 
   it.each([
@@ -175,25 +175,33 @@ describe('answerFailure', () => {
     [0, 1],
     [-2500, 1],
   ])('says a hold with %p ms left has %p s left: rounded up, never under 1', (leftMs, seconds) => {
-    const answer = answerFailure({ code: 'upstream_throttled', until: at(leftMs) }, undefined, NO_REJECTION, normal, NOW);
+    const answer = answerFailure({ code: 'upstream_throttled', until: at(leftMs) }, undefined, NO_REJECTION, normal, NOW, NOW);
 
     expect(shown(answer)).toEqual(errorShown('upstream_throttled', seconds));
+  });
+
+  it('counts a hold this request met itself from when it met it, and one it was told of from now', () => {
+    // A 429 met 2 s ago with retry-after 10: the caller is told the IdP's 10 s, not the 8 s left.
+    const met = answerFailure({ code: 'upstream_throttled', until: at(8000) }, undefined, NO_REJECTION, normal, NOW, at(-2000));
+    const told = answerFailure({ code: 'upstream_throttled', until: at(8000) }, undefined, NO_REJECTION, normal, NOW, at(3000));
+
+    expect([shown(met), shown(told)]).toEqual([errorShown('upstream_throttled', 10), errorShown('upstream_throttled', 8)]);
   });
 
   it("never answers a stale token received before the key's last rejection, nor within the clocks' tolerance after it", () => {
     const received = -3_300_000;
 
-    expect(shown(answerFailure(failure, STALE, rejection(received - CLOCK_TOLERANCE_MS), normal, NOW))).toEqual(
+    expect(shown(answerFailure(failure, STALE, rejection(received - CLOCK_TOLERANCE_MS), normal, NOW, NOW))).toEqual(
       errorShown('upstream_error'),
     );
-    expect(answerFailure(failure, STALE, rejection(received - CLOCK_TOLERANCE_MS - 1), normal, NOW)).toEqual({
+    expect(answerFailure(failure, STALE, rejection(received - CLOCK_TOLERANCE_MS - 1), normal, NOW, NOW)).toEqual({
       served: 'stale',
       entry: STALE,
     });
   });
 
   it('answers a stale token received after a rejection this instance dated too, by any margin', () => {
-    expect(answerFailure(failure, STALE, rejection(-3_300_001, true), normal, NOW)).toEqual({ served: 'stale', entry: STALE });
+    expect(answerFailure(failure, STALE, rejection(-3_300_001, true), normal, NOW, NOW)).toEqual({ served: 'stale', entry: STALE });
   });
 });
 

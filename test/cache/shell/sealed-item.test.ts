@@ -21,7 +21,7 @@ const VALUE = {
 };
 const EXPIRES = 1_800_003_600;
 const DOMAIN = 'token-exchange/shared-token-cache/v2';
-const VERSION = 4;
+const VERSION = 5;
 const HOLD_KEY = '["service-a","https://idp.example.com/token"]';
 
 /** A value in the sealed format (version, IV, ciphertext, tag; AAD = label, item key, expiry) around any plaintext, as other code would seal it. */
@@ -146,10 +146,10 @@ describe('seal and open', () => {
     ['with another clear expiry (the TTL attribute is authenticated)', () => open(keys, EXPIRES + 1, seal(keys, EXPIRES, VALUE))],
     ['under another item key with the same seal key', () => open({ ...keys, itemKey: 'other' }, EXPIRES, seal(keys, EXPIRES, VALUE))],
     [
-      'of the format before claims carried echoes (version 3)',
-      () => open(keys, EXPIRES, sealRaw(keys, JSON.stringify(VALUE), { version: 3 })),
+      'of the format before outcomes said when their holder answers (version 4)',
+      () => open(keys, EXPIRES, sealRaw(keys, JSON.stringify(VALUE), { version: 4 })),
     ],
-    ['of a later format (version 5)', () => open(keys, EXPIRES, sealRaw(keys, JSON.stringify(VALUE), { version: 5 }))],
+    ['of a later format (version 6)', () => open(keys, EXPIRES, sealRaw(keys, JSON.stringify(VALUE), { version: 6 }))],
     ['from a sealed value that is not JSON', () => open(keys, EXPIRES, sealRaw(keys, 'not json'))],
     ['from a sealed empty value', () => open(keys, EXPIRES, sealRaw(keys, ''))],
     ['from nothing', () => open(keys, EXPIRES, new Uint8Array())],

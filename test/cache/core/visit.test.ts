@@ -1,0 +1,435 @@
+import { type EpochMs, epochMs, monoMs } from '../../../lambda/clock';
+import type { ClaimFacts } from '../../../lambda/cache/core/claims';
+import { EMPTY_MEMO, type Ended, type KeyItem, type KeyMemo, type StoredToken } from '../../../lambda/cache/core/item';
+import type { Entry } from '../../../lambda/cache/core/lifetime';
+import type { Outcome } from '../../../lambda/cache/core/outcome';
+import { type KeyView, NO_REJECTION, type Remembered } from '../../../lambda/cache/core/rules';
+import { cacheSettings } from '../../../lambda/cache/core/settings';
+import {
+  type Expected,
+  type Now,
+  startVisit,
+  type Step,
+  step,
+  type VisitAction,
+  type VisitAsk,
+  type VisitEvent,
+  visitOver,
+  wakeAt,
+  type WriteKind,
+  type WriteResult,
+} from '../../../lambda/cache/core/visit';
+
+// One request's visit to the shared table, driven alone: no table, no IdP, no timers. Each test feeds
+// the transition function what happened, at exact moments of both clocks, and reads what it says to do.
+
+const T0 = 1_800_000_000_000;
+const SETTINGS = cacheSettings(5000);
+const HEDGE_MS = 200;
+/** Both clocks `ms` into the request: mono from 0, epoch from T0. */
+const at = (ms: number): Now => ({ epoch: epochMs(T0 + ms), mono: monoMs(ms) });
+const epoch = (ms: number): EpochMs => epochMs(T0 + ms);
+/** A token of `expiresIn` s received `ago` ms before the request, by `by` (`here`: this instance). */
+const token = (name: string, ago = 0, { by = 'here', expiresIn = 3600 }: { by?: string; expiresIn?: number } = {}): Entry => ({
+  token: { access_token: name, token_type: 'Bearer', expires_in: expiresIn },
+  receivedAt: epoch(-ago),
+  receivedBy: by,
+  copy: by !== 'here',
+});
+const stored = (entry: Entry): StoredToken => ({ token: entry.token, receivedAt: entry.receivedAt, by: entry.receivedBy });
+const NOTHING: KeyView = { entry: undefined, failure: undefined, hold: undefined, busy: false, refreshing: false };
+const ask = (parts: Partial<VisitAsk> = {}): VisitAsk => ({
+  memory: NOTHING,
+  rejection: NO_REJECTION,
+  deadline: monoMs(5000),
+  instance: 'here',
+  holder: 'me',
+  vouched: false,
+  noCache: false,
+  arrivedAt: epoch(0),
+  ...parts,
+});
+const claimFacts = (parts: Partial<ClaimFacts> = {}): ClaimFacts => ({
+  holder: 'other',
+  beat: 0,
+  leftMs: 4900,
+  runMs: 0,
+  claimedAt: epoch(0),
+  lineage: [],
+  echoes: [],
+  ...parts,
+});
+const memo = (parts: Partial<KeyMemo> = {}): KeyMemo => ({ ...EMPTY_MEMO, ...parts });
+const item = (parts: Partial<Omit<KeyItem, 'kind'>> = {}): KeyItem => ({
+  kind: 'key',
+  memo: EMPTY_MEMO,
+  activity: { kind: 'idle' },
+  ended: [],
+  ...parts,
+});
+const keeping = (entry: Entry, parts: Partial<Omit<KeyItem, 'kind' | 'memo'>> = {}) =>
+  item({ memo: memo({ kept: stored(entry) }), ...parts });
+const claimed = (parts: Partial<ClaimFacts> = {}, rest: Partial<Omit<KeyItem, 'kind' | 'activity'>> = {}) =>
+  item({ activity: { kind: 'claim', claim: claimFacts(parts) }, ...rest });
+/** The item at one of these revisions; or, UNVERSIONED, with none. */
+const revs = (...at: string[]): Expected => ({ revs: at, unversioned: false });
+const UNVERSIONED: Expected = { revs: [], unversioned: true };
+const readOf = (state: KeyItem | undefined, atMs = 0, expected: Expected = revs('r1')) => ({
+  state,
+  expected,
+  startedAt: monoMs(atMs),
+  endedAt: monoMs(atMs + 2),
+});
+const read = (state: KeyItem | undefined, atMs = 0, expected: Expected = revs('r1')): VisitEvent => ({
+  kind: 'read',
+  read: readOf(state, atMs, expected),
+});
+const READ_FAILED: VisitEvent = { kind: 'read', read: 'failed' };
+const holds = (hold: Remembered | undefined | 'failed'): VisitEvent => ({ kind: 'holds', hold });
+const failure = (code: Remembered['code'], untilMs: number): Remembered => ({ code, until: epoch(untilMs) });
+const ended = (holder: string, outcome: Ended['outcome'], lineage: readonly string[] = []): Ended => ({ holder, lineage, outcome });
+const answeredBy = (holder: string, receivedMs: number, token: StoredToken | 'kept' | 'unshared' = 'kept', untilMs = 5000): Ended =>
+  ended(holder, { kind: 'answered', receivedAt: epoch(receivedMs), until: epoch(untilMs), answerBy: epoch(untilMs), token });
+const tick = (ms: number): VisitEvent => ({ kind: 'tick', at: monoMs(ms) });
+const gotToken = (entry: Entry): VisitEvent => ({ kind: 'exchanged', result: { token: entry } });
+const gotFailure = (failed: Remembered): VisitEvent => ({ kind: 'exchanged', result: { failure: failed } });
+
+/** The answer to a write: by default the visit's latest (`me.N`, its holder and count of writes). */
+const LATEST = 'latest';
+const wrote = (write: WriteKind, result: WriteResult, rev = LATEST): VisitEvent => ({ kind: 'written', write, rev, result });
+const WON: WriteResult = { kind: 'won' };
+const FAILED_WRITE: WriteResult = { kind: 'failed' };
+const lost = (state: KeyItem | undefined, expected: Expected = revs('r2'), atMs = 0): WriteResult => ({
+  kind: 'lost',
+  read: readOf(state, atMs, expected),
+});
+
+/** Feed events in order, each at its moment; the last step. */
+function run(first: Step, ...events: [VisitEvent, number][]): Step {
+  let current = first;
+  for (const [event, ms] of events) {
+    const latest = `${current.visit.ask.holder}.${current.visit.sent - 1}`;
+    const resolved = event.kind === 'written' && event.rev === LATEST ? { ...event, rev: latest } : event;
+    current = step(current.visit, resolved, at(ms));
+  }
+  return current;
+}
+const start = (parts: Partial<VisitAsk> = {}, ms = 0) => startVisit(ask(parts), SETTINGS, HEDGE_MS, at(ms));
+const kinds = (actions: readonly VisitAction[]) =>
+  actions.map((action) => (action.kind === 'write' ? `write:${action.write}` : action.kind));
+const answerOf = (actions: readonly VisitAction[]): Outcome | undefined =>
+  actions.flatMap((action) => (action.kind === 'answer' ? [action.outcome] : []))[0];
+const writeOf = (actions: readonly VisitAction[], purpose?: WriteKind) =>
+  actions.find(
+    (action): action is Extract<VisitAction, { kind: 'write' }> =>
+      action.kind === 'write' && (purpose === undefined || action.write === purpose),
+  );
+/** A visit that read an empty item, claimed it, won, and read no hold: its exchange runs from `ms`. */
+const holding = (parts: Partial<VisitAsk> = {}, ms = 4) =>
+  run(start(parts), [read(undefined, 0, UNVERSIONED), 2], [wrote('claim', WON), 3], [holds(undefined), ms]);
+
+describe('a visit begins', () => {
+  it('by reading the key, and the holds alongside when memory would go to the IdP', () => {
+    const cold = start();
+    const warm = start({ memory: { ...NOTHING, entry: token('mine', 1000) } });
+
+    expect([kinds(cold.actions), kinds(warm.actions)]).toEqual([['read', 'read-holds'], ['read']]);
+    expect([wakeAt(cold.visit), visitOver(cold.visit)]).toEqual([HEDGE_MS, false]);
+  });
+
+  it('by answering a timeout of its own at once when its deadline has passed', () => {
+    const { visit, actions } = start({ deadline: monoMs(0) });
+
+    expect(answerOf(actions)).toMatchObject({
+      kind: 'failure',
+      failure: { code: 'upstream_timeout' },
+      cause: 'deadline',
+      rejection: 'unknown',
+    });
+    expect([visitOver(visit), wakeAt(visit)]).toEqual([true, undefined]);
+  });
+
+  it('knowing the token this instance keeps, unless a rejection it knows voids it', () => {
+    const mine = token('mine', 1000);
+
+    expect(start({ memory: { ...NOTHING, entry: mine } }).visit.seen).toEqual(mine);
+    expect(start({ memory: { ...NOTHING, entry: mine }, rejection: { at: epoch(0), own: true } }).visit.seen).toBeUndefined();
+  });
+});
+
+describe('a read of the key', () => {
+  it('with nothing there: claims it over no string revision', () => {
+    const { visit, actions } = run(start(), [read(undefined, 0, UNVERSIONED), 3]);
+
+    expect(kinds(actions)).toEqual(['write:claim']);
+    expect(writeOf(actions)).toEqual({
+      kind: 'write',
+      write: 'claim',
+      rev: 'me.0',
+      expected: UNVERSIONED,
+      state: claimed({ holder: 'me', leftMs: 4997, claimedAt: epoch(3) }),
+    });
+    expect([visit.confirmed, wakeAt(visit)]).toEqual([true, HEDGE_MS]);
+  });
+
+  it("with a fresh token another instance kept: answers with it as the table's", () => {
+    const theirs = token('theirs', 1000, { by: 'there' });
+    const { visit, actions } = run(start(), [read(keeping(theirs)), 3]);
+
+    expect(answerOf(actions)).toEqual({ kind: 'token', entry: theirs, from: 'table', runningAt: theirs.receivedAt });
+    expect(visitOver(visit)).toBe(true);
+  });
+
+  it('reads the holds before it claims a key whose memory answered, when the item shows nothing usable', () => {
+    const mine = token('mine', 1000);
+    const { visit, actions } = run(start({ memory: { ...NOTHING, entry: mine } }), [
+      read(item({ memo: memo({ rejectedAt: epoch(-10) }) })),
+      3,
+    ]);
+
+    expect(kinds(actions)).toEqual(['write:claim', 'read-holds']);
+    expect([visit.seen, visit.holds.kind]).toEqual([undefined, 'reading']);
+  });
+
+  it('with a live claim: waits for it, and polls every twentieth of what is left, at most 100 ms', () => {
+    const { visit, actions } = run(start(), [read(claimed(), 0), 10]);
+
+    expect(actions).toEqual([]);
+    expect([visit.situation.kind, wakeAt(visit)]).toEqual(['waiting', 110]);
+  });
+
+  it('with a hold in the item: fails with it as the fleet dated it', () => {
+    const hold = failure('upstream_throttled', 2000);
+    const { actions } = run(start(), [holds(undefined), 1], [read(item({ ended: [ended('x', { kind: 'failure', failure: hold })] })), 3]);
+
+    expect(answerOf(actions)).toMatchObject({ kind: 'failure', failure: hold, cause: 'hold', scope: 'key', metAt: epoch(3) });
+  });
+});
+
+describe('a claim', () => {
+  it('that lost to its own claim, which landed though its answer said otherwise: holds it and asks the IdP', () => {
+    const { visit, actions } = run(
+      start(),
+      [read(undefined, 0, UNVERSIONED), 2],
+      [holds(undefined), 3],
+      [wrote('claim', lost(claimed({ holder: 'me' }))), 4],
+    );
+
+    expect(kinds(actions)).toEqual(['exchange']);
+    expect(visit.situation.kind).toBe('holding');
+  });
+
+  it('that lost to its own claim before the holds were read: waits for them, within the hedge from now', () => {
+    const { visit, actions } = run(start(), [read(undefined, 0, UNVERSIONED), 2], [wrote('claim', lost(claimed({ holder: 'me' }))), 50]);
+
+    expect(actions).toEqual([]);
+    expect(visit.situation).toMatchObject({ kind: 'claimed', hedgeAt: 50 });
+    expect(kinds(run({ visit, actions }, [holds(undefined), 60]).actions)).toEqual(['exchange']);
+  });
+
+  it('refused with no item returned: reads the item again', () => {
+    const { visit, actions } = run(start(), [read(undefined, 0, UNVERSIONED), 2], [wrote('claim', { kind: 'lost', read: undefined }), 4]);
+
+    expect(actions).toEqual([{ kind: 'read' }]);
+    expect([visit.refusals, visit.item]).toEqual([1, { revs: [], unversioned: true }]);
+  });
+
+  it(`refused ${SETTINGS.maxRefusals} times: goes on without the table`, () => {
+    const refused = (ms: number): [VisitEvent, number] => [wrote('claim', lost(undefined, UNVERSIONED)), ms];
+    const { visit, actions } = run(start(), [read(undefined, 0, UNVERSIONED), 2], refused(4), refused(6), refused(8));
+
+    expect(actions).toEqual([{ kind: 'exchange', refresh: false, hedged: true }]);
+    expect([visit.refusals, visit.situation.kind]).toEqual([3, 'asking']);
+  });
+
+  it(`refused the ${SETTINGS.maxRefusals}rd time after the hedge started the exchange: lets the exchange answer, without the table`, () => {
+    const refused = (ms: number): [VisitEvent, number] => [wrote('claim', lost(undefined, UNVERSIONED)), ms];
+    const hedged = run(start(), [read(undefined, 0, UNVERSIONED), 2], refused(4), refused(6), [tick(HEDGE_MS), HEDGE_MS]);
+    const { visit, actions } = run(hedged, refused(250));
+
+    expect(kinds(hedged.actions)).toEqual(['exchange']);
+    expect(actions).toEqual([]);
+    expect(visit.situation.kind).toBe('asking');
+  });
+
+  it('refused once after the hedge started the exchange: decides again from the refusing item, and lets its exchange answer', () => {
+    const hedged = run(start(), [read(undefined, 0, UNVERSIONED), 2], [tick(HEDGE_MS), HEDGE_MS]);
+    const { visit, actions } = run(hedged, [wrote('claim', lost(undefined, UNVERSIONED)), 250]);
+
+    expect(actions).toEqual([]);
+    expect([visit.refusals, visit.situation.kind]).toEqual([1, 'asking']);
+  });
+
+  it('still out at the hedge while a hold was read: settles the hold for the waiters instead of asking the IdP', () => {
+    const hold = failure('upstream_throttled', 20_000);
+    const { visit, actions } = run(start(), [read(undefined, 0, UNVERSIONED), 2], [holds(hold), 3], [tick(HEDGE_MS), HEDGE_MS]);
+
+    expect(kinds(actions)).toEqual(['write:publish']);
+    expect(writeOf(actions)?.state.ended).toEqual([ended('me', { kind: 'failure', failure: hold })]);
+    expect(visit.situation).toMatchObject({ kind: 'publishing', outcome: { kind: 'failure', failure: hold, cause: 'hold' } });
+  });
+
+  it('still out at the deadline: released with no outcome, and the caller answered a timeout', () => {
+    const { visit, actions } = run(start({ deadline: monoMs(150) }), [read(undefined, 0, UNVERSIONED), 2], [tick(150), 150]);
+
+    expect(kinds(actions)).toEqual(['write:publish', 'answer']);
+    expect(writeOf(actions)?.state).toEqual(item({ memo: EMPTY_MEMO }));
+    expect(answerOf(actions)).toMatchObject({ kind: 'failure', cause: 'deadline', failure: { code: 'upstream_timeout' } });
+    expect(visit.answered).toBe(true);
+  });
+});
+
+describe('a holder', () => {
+  it('asked to send its exchange while a hold learnt meanwhile forbids it: publishes that hold in its place', () => {
+    const hold = failure('upstream_throttled', 9000);
+    const { visit, actions } = run(holding(), [{ kind: 'held', hold }, 5]);
+
+    expect(kinds(actions)).toEqual(['write:publish']);
+    expect(visit.situation).toMatchObject({ kind: 'publishing', outcome: { failure: hold, cause: 'hold' }, recorded: hold });
+  });
+
+  it('answers at its deadline with what it has, and keeps its exchange to publish', () => {
+    const { visit, actions } = run(holding(), [tick(5000), 5000]);
+
+    expect(answerOf(actions)).toMatchObject({ kind: 'failure', cause: 'deadline' });
+    expect(visit.situation.kind).toBe('asking');
+    expect(kinds(run({ visit, actions }, [gotToken(token('late', -5100)), 5100]).actions)).toEqual(['met', 'write:publish']);
+  });
+
+  it('keeps a token it knows when the IdP rejects the key by a wall clock set back before that token', () => {
+    const due = token('due', 3_215_000);
+    const inWindow = run(start({ memory: { ...NOTHING, entry: due } }), [read(keeping(due), 0, revs('r1')), 2]);
+    const asking = run(inWindow, [wrote('claim', WON), 3], [holds(undefined), 4]);
+    // The wall clock went back an hour: the 401 is dated before the token was received.
+    const { visit } = step(asking.visit, gotFailure(failure('unauthorized', 5000)), { epoch: epochMs(T0 - 3_600_000), mono: monoMs(50) });
+
+    expect(kinds(asking.actions)).toEqual(['exchange']);
+    expect(visit.seen).toEqual(due);
+  });
+
+  it('whose outcome a waiter marked meanwhile: publishes again over the claim with the marks carried', () => {
+    const got = run(holding(), [gotToken(token('new', -50)), 50]);
+    const marked = claimed({ holder: 'me', echoes: ['w1'] });
+    const { actions } = run(got, [wrote('publish', lost(marked)), 52]);
+
+    expect(kinds(actions)).toEqual(['write:publish']);
+    expect(writeOf(actions)).toMatchObject({ expected: revs('r2') });
+  });
+
+  it('answers a hold its own exchange met with the longer one a refused publication showed', () => {
+    const short = failure('upstream_throttled', 1000);
+    const longer = failure('upstream_throttled', 30_000);
+    const got = run(holding(), [gotFailure(short), 50]);
+    const { actions } = run(
+      got,
+      [wrote('publish', lost(item({ ended: [ended('x', { kind: 'failure', failure: longer })] }))), 52],
+      [wrote('publish', WON), 54],
+    );
+
+    expect(answerOf(actions)).toMatchObject({ kind: 'failure', failure: longer, metAt: epoch(54) });
+  });
+});
+
+describe('a waiter', () => {
+  /** Waiting on `other`'s claim, seen at 0 and renewed at 300: due to mark it. */
+  const marking = () => run(start(), [read(claimed(), 0), 2], [tick(102), 102], [read(claimed({ beat: 1 }), 300), 302]);
+
+  it('marks a claim it has watched for 250 ms, and knows its fate unknown when the mark has no answer', () => {
+    const due = marking();
+    const { visit } = run(due, [wrote('mark', FAILED_WRITE), 305]);
+
+    expect(kinds(due.actions)).toEqual(['write:mark']);
+    expect(visit.watch.current?.mark).toBe('unknown');
+    expect(wakeAt(visit)).toBeGreaterThan(305);
+  });
+
+  it('reads again when its mark is refused with no item returned', () => {
+    const { visit, actions } = run(marking(), [wrote('mark', { kind: 'lost', read: undefined }), 305]);
+
+    expect(actions).toEqual([{ kind: 'read' }]);
+    expect(visit.watch.current?.mark).toBe('none');
+  });
+
+  it("takes a holder's token that the item no longer keeps as no answer, and answers the token the item keeps", () => {
+    const older = token('older', 60_000, { by: 'there' });
+    const state = keeping(older, { ended: [answeredBy('other', 100)] });
+    const { actions } = run(start({ noCache: false }), [read(claimed(), 0), 2], [tick(102), 102], [read(state, 200), 202]);
+
+    expect(answerOf(actions)).toEqual({ kind: 'token', entry: older, from: 'table', runningAt: older.receivedAt });
+  });
+});
+
+describe('a visit without the table', () => {
+  it('answers the fresh token memory keeps when its look in the table fails', () => {
+    const mine = token('mine', 40_000);
+    const { actions } = run(start({ memory: { ...NOTHING, entry: mine } }), [READ_FAILED, 5]);
+
+    expect(answerOf(actions)).toEqual({ kind: 'token', entry: mine, from: 'memory', runningAt: mine.receivedAt });
+  });
+
+  it('reads the holds for a key whose tokens are too large to share before it asks the IdP alone', () => {
+    const mine = token('mine', 1000);
+    const oversize = item({ memo: memo({ oversizeUntil: epoch(3_600_000), rejectedAt: epoch(-10) }) });
+    const parked = run(start({ memory: { ...NOTHING, entry: mine } }), [read(oversize), 3]);
+    const { actions } = run(parked, [holds(undefined), 6]);
+
+    expect(kinds(parked.actions)).toEqual(['read-holds']);
+    expect(actions).toEqual([{ kind: 'exchange', refresh: false, hedged: true }]);
+  });
+});
+
+describe('what a claim carries of the outcomes before it', () => {
+  it('carries the last four once more are still of use, dropping the oldest hold when nothing else is left to drop', () => {
+    const hold = (holder: string) => ended(holder, { kind: 'failure', failure: failure('upstream_throttled', -1000) });
+    const { actions } = run(start(), [read(item({ ended: ['a', 'b', 'c', 'd', 'e'].map(hold) })), 2]);
+
+    expect(writeOf(actions, 'claim')?.state.ended.map((one) => one.holder)).toEqual(['b', 'c', 'd', 'e']);
+  });
+
+  it("keeps waiters' tokens inline while they fit, newest first, and marks the older ones unshared", () => {
+    const big = (name: string): StoredToken => ({
+      token: { access_token: name.padEnd(40_000, 'x'), expires_in: 20 },
+      receivedAt: epoch(-100),
+      by: 'there',
+    });
+    const { actions } = run(start(), [read(item({ ended: [answeredBy('a', -100, big('a')), answeredBy('b', -100, big('b'))] })), 2]);
+
+    expect(writeOf(actions, 'claim')?.state.ended.map((one) => one.outcome.kind === 'answered' && typeof one.outcome.token)).toEqual([
+      'string',
+      'object',
+    ]);
+  });
+});
+
+describe('events that no longer concern the visit', () => {
+  it.each<[string, () => Step, VisitEvent]>([
+    ['an exchange it never sent', () => start(), gotToken(token('x'))],
+    ['a hold on an exchange it never sent', () => start(), { kind: 'held', hold: failure('upstream_throttled', 1000) }],
+    ['a hold write while nothing waits for it', () => start(), { kind: 'hold-written' }],
+    ['a tick before its hedge', () => start(), tick(50)],
+    ['a tick while its claim is out, before the hedge', () => run(start(), [read(undefined, 0, UNVERSIONED), 2]), tick(100)],
+    [
+      'a tick before the hedge of a claim that landed while the holds are read',
+      () => run(start(), [read(undefined, 0, UNVERSIONED), 2], [wrote('claim', WON), 3]),
+      tick(100),
+    ],
+    ['a tick before its claim could renew', () => holding(), tick(100)],
+    ['a tick before its next poll', () => run(start(), [read(claimed(), 0), 2]), tick(50)],
+    ['a tick after it answered and is done', () => run(start(), [read(keeping(token('t', 0, { by: 'there' }))), 2]), tick(5000)],
+  ])('ignores %s', (_case, before, event) => {
+    const prior = before();
+    const { visit, actions } = step(prior.visit, event, at(event.kind === 'tick' ? event.at : 10));
+
+    expect(actions).toEqual([]);
+    expect(visit.situation).toEqual(prior.visit.situation);
+  });
+
+  it('ignores a tick of a publication answered before it was due, and of a claim whose hedge came after its exchange', () => {
+    const publishing = run(holding(), [gotToken(token('new', -50)), 50]);
+    const early = run(publishing, [tick(100), 100]);
+    const claiming = run(start(), [read(undefined, 0, UNVERSIONED), 2], [tick(HEDGE_MS), HEDGE_MS]);
+
+    expect(early.actions).toEqual([]);
+    expect(run(claiming, [tick(HEDGE_MS + 10), HEDGE_MS + 10]).actions).toEqual([]);
+  });
+});

@@ -1,0 +1,128 @@
+import { randomBytes } from 'node:crypto';
+import { Deadline, epochMs, systemClock } from '../../../lambda/clock';
+import type { Remembered } from '../../../lambda/cache/core/rules';
+import { cacheSettings } from '../../../lambda/cache/core/settings';
+import { secretsManagerPepper } from '../../../lambda/cache/shell/pepper';
+import { type Runtime, type SharedAsk, SharedTier } from '../../../lambda/cache/shell/shared-tier';
+import { dynamoDbTable } from '../../../lambda/cache/shell/table-calls';
+import { upstreamFailure } from '../../../lambda/errors';
+import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
+
+// The shared tier driven directly over dynalite and the Secrets Manager stand-in, for what a request
+// through the handler seldom reaches: a hold learnt just as the exchange goes out, a bug in the
+// exchange, and the tier without its pepper.
+
+const SETTINGS = cacheSettings(5000);
+const runtime: Runtime = { ...systemClock(), instance: 'i-shared-tier', id: () => randomBytes(9).toString('base64url') };
+const NOTHING = { entry: undefined, failure: undefined, hold: undefined, busy: false, refreshing: false };
+const TOKEN = { access_token: 'from-the-idp', token_type: 'Bearer', expires_in: 3600 };
+let table: SharedTable;
+let asked: number;
+
+beforeAll(async () => {
+  table = await startSharedTable('shared-tier-test');
+});
+beforeEach(() => {
+  asked = 0;
+});
+afterAll(async () => {
+  await table.close();
+});
+
+const tier = (pepperSecret = PEPPER_SECRET) =>
+  new SharedTier({
+    table: dynamoDbTable(table.tableName, SETTINGS.callLimitMs, runtime),
+    settings: SETTINGS,
+    pepper: secretsManagerPepper(pepperSecret, runtime, SETTINGS.pepper),
+    runtime,
+  });
+/** A hold the IdP asked for on another request of this instance, 20 s from now. */
+const heldFor20s = (): Remembered => ({ code: 'upstream_throttled', until: epochMs(runtime.epoch() + 20_000) });
+const ask = (parts: Partial<SharedAsk> = {}): SharedAsk => ({
+  secret: 'shared-tier-secret',
+  requestText: `text-${randomBytes(6).toString('hex')}`,
+  holdKeys: [`hold-${randomBytes(6).toString('hex')}`],
+  clientHoldKey: `hold-${randomBytes(6).toString('hex')}`,
+  memory: NOTHING,
+  rejection: { at: epochMs(0), own: false },
+  vouched: false,
+  tokenUrl: 'https://idp.example/token',
+  deadline: Deadline.after(runtime, 5000),
+  exchange: async () => {
+    asked++;
+    return TOKEN;
+  },
+  report: {},
+  noCache: false,
+  arrivedAt: runtime.epoch(),
+  looked: () => undefined,
+  met: () => undefined,
+  heldNow: () => undefined,
+  ...parts,
+});
+/** A tier whose pepper has loaded (or failed to). */
+async function loaded(pepperSecret?: string): Promise<SharedTier> {
+  const shared = tier(pepperSecret);
+  await shared.holdOn([], Deadline.after(runtime, 2000), {});
+  return shared;
+}
+
+describe('the shared tier with its table', () => {
+  it('sends no exchange that a hold learnt meanwhile on this instance forbids: the hold is the outcome', async () => {
+    // Prepare: the table says nothing of the key; this instance has just been asked to wait.
+    const shared = await loaded();
+    const hold = heldFor20s();
+
+    // Act
+    const outcome = await shared.fetch(ask({ heldNow: () => hold }));
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'failure', failure: hold, cause: 'hold' });
+    expect(asked).toBe(0);
+  });
+
+  it('passes on a bug the exchange throws, whatever it was doing with the table', async () => {
+    const shared = await loaded();
+    const bug = new TypeError('a bug in the exchange');
+
+    await expect(shared.fetch(ask({ exchange: () => Promise.reject(bug) }))).rejects.toBe(bug);
+  });
+});
+
+describe('the shared tier without its pepper', () => {
+  it('answers a hold this instance learnt since the request decided, without the IdP', async () => {
+    const shared = await loaded('no-such-secret');
+    const hold = heldFor20s();
+    const report = {};
+
+    const outcome = await shared.fetch(ask({ heldNow: () => hold, report }));
+
+    expect(outcome).toMatchObject({ kind: 'failure', failure: hold, cause: 'hold', rejection: 'unknown', kept: undefined });
+    expect(asked).toBe(0);
+    expect(report).toMatchObject({ tableError: 'ResourceNotFoundException' });
+  });
+
+  it('counts a timeout of an exchange that had less than the whole deadline as its own deadline, which nobody remembers', async () => {
+    const shared = await loaded('no-such-secret');
+    const timedOut = () => Promise.reject(upstreamFailure('upstream_timeout'));
+
+    const short = await shared.fetch(ask({ deadline: Deadline.after(runtime, 1000), exchange: timedOut }));
+    const whole = await shared.fetch(ask({ deadline: Deadline.after(runtime, 5000), exchange: timedOut }));
+
+    expect([short, whole]).toMatchObject([
+      { kind: 'failure', failure: { code: 'upstream_timeout' }, cause: 'deadline' },
+      { kind: 'failure', failure: { code: 'upstream_timeout' }, cause: 'exchange' },
+    ]);
+  });
+
+  it('writes no hold, and says why', async () => {
+    const shared = await loaded('no-such-secret');
+    const before = (await table.scan()).length;
+    const report = {};
+
+    await shared.putHold('hold-nowhere', heldFor20s(), Deadline.after(runtime, 5000), report);
+
+    expect((await table.scan()).length).toBe(before);
+    expect(report).toMatchObject({ tableError: 'ResourceNotFoundException' });
+  });
+});

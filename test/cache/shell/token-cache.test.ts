@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import { Deadline, systemClock } from '../../../lambda/clock';
+import { cacheSettings } from '../../../lambda/cache/core/settings';
+import type { CacheReport } from '../../../lambda/cache/report';
+import { secretsManagerPepper } from '../../../lambda/cache/shell/pepper';
+import { type Runtime, SharedTier } from '../../../lambda/cache/shell/shared-tier';
+import { dynamoDbTable } from '../../../lambda/cache/shell/table-calls';
+import { type CacheAsk, TokenCache } from '../../../lambda/cache/shell/token-cache';
+import { checkTokenUrl, parseAllowlist } from '../../../lambda/policy/token-url-policy';
+import type { TokenRequest } from '../../../lambda/request/token-request';
+import { exchangeToken } from '../../../lambda/upstream/exchange';
+import { destroyAgents } from '../../../lambda/upstream/guarded-agents';
+import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
+import { DEMO_TOKEN, json, type Script, startTokenServer, type TokenServer } from '../../support/token-server';
+
+// The token cache of one instance driven directly, with the real exchange against the scripted token
+// server on 127.0.0.1: what a request through the handler seldom reaches, because the handler gives
+// every request the same deadline (a request with less time left than the fetch it would share) and
+// never has a bug in its exchange.
+
+const SETTINGS = cacheSettings(5000);
+let server: TokenServer;
+let wall: number;
+/** Each test's own client, so no test finds another's token in the table. */
+let clientId: string;
+const runtime: Runtime = { ...systemClock(() => wall), instance: 'i-token-cache', id: () => randomBytes(9).toString('base64url') };
+
+beforeAll(async () => {
+  server = await startTokenServer();
+});
+beforeEach(() => {
+  wall = Date.now();
+  clientId = `token-cache-${randomBytes(4).toString('hex')}`;
+  server.answer(json(200, DEMO_TOKEN));
+  server.received.length = 0;
+});
+afterAll(async () => {
+  destroyAgents();
+  await server.close();
+});
+
+/** The IdP answers `script` `ms` later. */
+const after =
+  (ms: number, script: Script): Script =>
+  (request, response) => {
+    setTimeout(() => void script(request, response), ms);
+  };
+const request = (): TokenRequest => ({
+  clientId,
+  clientSecret: 'token-cache-secret',
+  accessTokenUrl: `${server.origin}/token`,
+  grantType: 'client_credentials',
+  authMethod: 'client_secret_basic',
+});
+/** One request to the cache, with a deadline of `ms` and the real exchange within it. */
+function ask(ms = 5000, parts: Partial<CacheAsk> = {}): CacheAsk & { report: CacheReport } {
+  const tokenRequest = request();
+  const deadline = Deadline.after(runtime, ms);
+  const target = checkTokenUrl(tokenRequest.accessTokenUrl, parseAllowlist(server.origin));
+  return {
+    request: tokenRequest,
+    tokenUrl: target.url.href,
+    noCache: false,
+    arrivedAt: runtime.epoch(),
+    deadline,
+    exchange: () => exchangeToken(tokenRequest, target, deadline, {}),
+    report: {},
+    ...parts,
+  };
+}
+
+describe('TOKEN_CACHE=memory', () => {
+  it('passes on what an exchange throws that is no IdP failure, and remembers nothing of it', async () => {
+    const cache = new TokenCache(undefined, runtime, SETTINGS);
+    const bug = new TypeError('a bug in the exchange');
+
+    await expect(cache.resolve(ask(5000, { exchange: () => Promise.reject(bug) }))).rejects.toBe(bug);
+    const next = await cache.resolve(ask());
+
+    expect(next.header).toBe('miss');
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('remembers no timeout of an exchange that had less than the whole deadline: the next request asks again', async () => {
+    // Prepare: the IdP answers after 400 ms, past a request that had 300 ms left.
+    server.answer(after(400, json(200, DEMO_TOKEN)));
+    const cache = new TokenCache(undefined, runtime, SETTINGS);
+    const cut = ask(300);
+
+    // Act
+    const first = cache.resolve(cut);
+    await expect(first).rejects.toMatchObject({ code: 'upstream_timeout' });
+    const next = await cache.resolve(ask());
+
+    // Assess
+    expect(next.header).toBe('miss');
+    expect(server.received).toHaveLength(2);
+    expect(cut.report.remembered).toBeUndefined();
+  });
+
+  it('ends a request that shares a fetch at its own deadline, when that comes first', async () => {
+    // Prepare: the IdP takes 500 ms; a second request with 200 ms left arrives while the first one's fetch runs.
+    server.answer(after(500, json(200, DEMO_TOKEN)));
+    const cache = new TokenCache(undefined, runtime, SETTINGS);
+    const first = cache.resolve(ask(5000));
+    const second = ask(200);
+
+    // Act
+    const shared = cache.resolve(second);
+
+    // Assess
+    await expect(shared).rejects.toMatchObject({ code: 'upstream_timeout' });
+    expect((await first).header).toBe('miss');
+    expect(server.received).toHaveLength(1);
+    expect(second.report.tier).toBe('miss');
+  });
+});
+
+describe('TOKEN_CACHE=shared', () => {
+  let table: SharedTable;
+  beforeAll(async () => {
+    table = await startSharedTable('token-cache-test');
+  });
+  afterAll(async () => {
+    await table.close();
+  });
+
+  async function sharedCache(): Promise<TokenCache> {
+    const shared = new SharedTier({
+      table: dynamoDbTable(table.tableName, SETTINGS.callLimitMs, runtime),
+      settings: SETTINGS,
+      pepper: secretsManagerPepper(PEPPER_SECRET, runtime, SETTINGS.pepper),
+      runtime,
+    });
+    // The pepper loaded, as a warm instance's is.
+    await shared.holdOn([], Deadline.after(runtime, 2000), {});
+    return new TokenCache(shared, runtime, SETTINGS);
+  }
+
+  it('lets a request answered from memory wait for a look in the table under way, and answer after it', async () => {
+    // Prepare: a kept token, 30 s later due for a look in the table.
+    const cache = await sharedCache();
+    await cache.resolve(ask());
+    wall += 30_000;
+
+    // Act: the look starts; a request that comes meanwhile waits for it.
+    const looking = cache.resolve(ask());
+    const meanwhile = await cache.resolve(ask());
+
+    // Assess
+    expect([(await looking).header, meanwhile.header]).toEqual(['hit', 'hit']);
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('answers a request whose deadline ends during the look with the token memory keeps', async () => {
+    const cache = await sharedCache();
+    await cache.resolve(ask());
+    wall += 30_000;
+
+    const looking = cache.resolve(ask());
+    const late = ask(0);
+    const meanwhile = await cache.resolve(late);
+
+    expect(meanwhile).toMatchObject({ header: 'hit', token: { access_token: DEMO_TOKEN.access_token } });
+    expect(late.report.tier).toBe('memory');
+    await looking;
+  });
+
+  it('passes on a bug in the exchange, and the next request asks the IdP', async () => {
+    const cache = await sharedCache();
+    const bug = new TypeError('a bug in the exchange');
+
+    await expect(cache.resolve(ask(5000, { exchange: () => Promise.reject(bug) }))).rejects.toBe(bug);
+    const next = await cache.resolve(ask());
+
+    expect(next.header).toBe('miss');
+    expect(server.received).toHaveLength(1);
+  });
+});

@@ -198,7 +198,7 @@ export const answerInvariants: readonly Invariant[] = [
   ),
   invariant(
     'unkept token',
-    'Bursts: a token "even one that cannot be kept: it goes to those waiting for it and to no later request"; Lifetime: only "a numeric `expires_in` over 30 s is kept".',
+    'Bursts: a token "even one that cannot be kept: it goes to those waiting for it and to no later request"; Lifetime: only "a numeric `expires_in` over 30 s is kept"; Stale if error: an old copy written back "can bring an old token back until it expires".',
     (facts, flag) => {
       for (const { asked, answer, issued } of facts.served) {
         if (issued.life.kept) continue;
@@ -209,7 +209,14 @@ export const answerInvariants: readonly Invariant[] = [
           issued.receiver === asked.instance
             ? issued.issuedAt
             : Math.max(issued.issuedAt, told) + facts.slack(issued.receiver, asked.instance);
-        if (asked.arrivedAt > limit)
+        // Stale if error: "An old copy of an item written back by someone with write access can bring an old token back until it expires".
+        const replayed = facts.tampered(
+          issued.key.id,
+          issued.issuedAt,
+          answer.answeredAt,
+          (one) => one.action === 'replay' && (one.of ?? 0) >= issued.issuedAt,
+        );
+        if (asked.arrivedAt > limit && !replayed)
           flag(
             answer.answeredAt,
             `${describe(asked)} got ${issued.token}, which cannot be kept, ${asked.arrivedAt - issued.issuedAt} ms after it was issued`,

@@ -1,7 +1,7 @@
 import { type EpochMs, epochMs } from '../../clock';
 import type { IdpToken } from '../../upstream/exchange';
 import type { ClaimFacts } from './claims';
-import { CLOCK_TOLERANCE_MS, type Entry, expiresAt, fleetOrHeld, provesUntil } from './lifetime';
+import { CLOCK_TOLERANCE_MS, type Entry, expiresAt, newest, provesUntil } from './lifetime';
 import type { Remembered } from './rules';
 
 /** A token as an item holds it: the IdP's answer, when its receiver got it (that instance's clock), and which instance that was. */
@@ -10,6 +10,7 @@ export interface StoredToken {
   readonly receivedAt: EpochMs;
   readonly by: string;
   readonly after: EpochMs;
+  readonly noCache: boolean;
 }
 
 /**
@@ -23,8 +24,6 @@ export interface KeyMemo {
   readonly keptUntil: EpochMs;
   /** Until when the key's tokens are known too large for an item: nobody waits on a claim for one. */
   readonly oversizeUntil: EpochMs;
-  /** The kept token answered a no-cache request: only one surely received after it replaces it, so the fleet comes to it. */
-  readonly keptForNoCache: boolean;
 }
 
 /**
@@ -69,17 +68,23 @@ export const EMPTY_MEMO: KeyMemo = {
   rejectedAt: epochMs(0),
   keptUntil: epochMs(0),
   oversizeUntil: epochMs(0),
-  keptForNoCache: false,
 };
 
 /** An item's token as instance `self` holds it: a copy, dated by its receiver's clock, unless `self` received it. */
 export function entryOf(stored: StoredToken, self: string): Entry {
-  return { token: stored.token, receivedAt: stored.receivedAt, receivedBy: stored.by, copy: stored.by !== self, after: stored.after };
+  return {
+    token: stored.token,
+    receivedAt: stored.receivedAt,
+    receivedBy: stored.by,
+    copy: stored.by !== self,
+    after: stored.after,
+    noCache: stored.noCache,
+  };
 }
 
 /** A token as an item holds it. */
 export function storedOf(entry: Entry): StoredToken {
-  return { token: entry.token, receivedAt: entry.receivedAt, by: entry.receivedBy, after: entry.after };
+  return { token: entry.token, receivedAt: entry.receivedAt, by: entry.receivedBy, after: entry.after, noCache: entry.noCache };
 }
 
 /**
@@ -108,19 +113,8 @@ export function endsAt(ended: Ended): EpochMs {
   return ended.outcome.kind === 'failure' ? ended.outcome.failure.until : ended.outcome.until;
 }
 
-/**
- * The memo once `entry` is kept in it: the newer token as dated, and the later expiry of all it kept.
- * One a no-cache request got (`noCache`) replaces the kept one, and stands against any not surely newer.
- */
-export function keeping(memo: KeyMemo, entry: Entry, noCache = false): KeyMemo {
-  const replaces =
-    !memo.kept ||
-    noCache ||
-    (memo.keptForNoCache ? fleetOrHeld(entry, entryOf(memo.kept, '')) === entry : entry.receivedAt > memo.kept.receivedAt);
-  return {
-    ...memo,
-    kept: replaces ? storedOf(entry) : memo.kept,
-    keptForNoCache: replaces ? noCache : memo.keptForNoCache,
-    keptUntil: epochMs(Math.max(memo.keptUntil, expiresAt(entry))),
-  };
+/** The memo once `entry` is kept in it: the token that stands of the two, and the later expiry of all it kept. */
+export function keeping(memo: KeyMemo, entry: Entry): KeyMemo {
+  const kept = !memo.kept || newest(entryOf(memo.kept, ''), entry) === entry ? storedOf(entry) : memo.kept;
+  return { ...memo, kept, keptUntil: epochMs(Math.max(memo.keptUntil, expiresAt(entry))) };
 }

@@ -20,6 +20,8 @@ export interface Entry {
   readonly copy: boolean;
   /** The latest rejection its exchange knew of when it was sent (0: none): the token surely came after it, whatever the clocks. */
   readonly after: EpochMs;
+  /** A no-cache request got it: it stands against tokens not surely newer (see {@link newest}). */
+  readonly noCache: boolean;
 }
 
 /** Where a kept token is in its life, which decides how a request for it is answered. */
@@ -115,21 +117,19 @@ function lowered(value: unknown, seconds: number): unknown {
   return value;
 }
 
-/** The entry received last, as dated; either may be missing. */
+/**
+ * Of two tokens of a key (either may be missing), the one that stands: the one received last as
+ * dated, except that one a no-cache request got stands against any other not surely newer (by the
+ * same clock, or by more than the clocks' tolerance): the fleet must come to it.
+ */
 export function newest(a: Entry | undefined, b: Entry | undefined): Entry | undefined {
   if (!a || !b) return a ?? b;
+  if (a.noCache !== b.noCache) {
+    const [pinned, other] = a.noCache ? [a, b] : [b, a];
+    const margin = pinned.receivedBy === other.receivedBy ? 0 : CLOCK_TOLERANCE_MS;
+    return other.receivedAt > pinned.receivedAt + margin ? other : pinned;
+  }
   return b.receivedAt > a.receivedAt ? b : a;
-}
-
-/**
- * Of a token held here and the fleet's (the table's), the one to go on with: the fleet's, unless the
- * held one was surely received after it (by the same clock, or later by more than the clocks'
- * tolerance). Two dates closer than that do not order two receivers' tokens: the one shared first stands.
- */
-export function fleetOrHeld(held: Entry | undefined, fleet: Entry | undefined): Entry | undefined {
-  if (!held || !fleet) return held ?? fleet;
-  const margin = held.receivedBy === fleet.receivedBy ? 0 : CLOCK_TOLERANCE_MS;
-  return held.receivedAt > fleet.receivedAt + margin ? held : fleet;
 }
 
 /** The token answer's size as the table would hold it. */

@@ -1,5 +1,5 @@
 import { type EpochMs, epochMs, type MonoMs } from '../../clock';
-import { fleetOrHeld, keepable, newest, openToFleet } from './lifetime';
+import { keepable, newest, openToFleet } from './lifetime';
 import type { Entry } from './lifetime';
 import type { Outcome } from './outcome';
 import {
@@ -137,11 +137,9 @@ export class MemoryTier {
   }
 
   /** What a look in the table found: the key's latest rejection (which voids older tokens here too), and its newest token. */
-  looked(key: string, slot: Slot, seen: Entry | undefined, rejection: Rejection, pinned: boolean): void {
+  looked(key: string, slot: Slot, seen: Entry | undefined, rejection: Rejection): void {
     slot.rejection = laterRejection(slot.rejection, rejection);
-    this.keep(slot, []);
-    // A token a no-cache request got stands unless this instance's own is surely newer: the refresh reaches the fleet so.
-    if (seen && keepable(seen.token) && receivedSince(seen, slot.rejection)) slot.kept = (pinned ? fleetOrHeld : newest)(slot.kept, seen);
+    this.keep(slot, seen && keepable(seen.token) ? [seen] : []);
     this.place(key, slot);
   }
 

@@ -13,7 +13,7 @@ import {
   withEcho,
 } from './claims';
 import { EMPTY_MEMO, entryOf, type Ended, endsAt, keeping, type KeyItem, type KeyMemo, type SharedOutcome, storedOf } from './item';
-import { CLOCK_TOLERANCE_MS, type Entry, fleetOrHeld, keepable, newest, openToFleet, served, tokenBytes } from './lifetime';
+import { CLOCK_TOLERANCE_MS, type Entry, keepable, newest, openToFleet, served, tokenBytes } from './lifetime';
 import { type ExchangeResult, type FailureOutcome, type Outcome, tokenOutcome } from './outcome';
 import {
   answersNoCache,
@@ -465,13 +465,7 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
     rejection,
     confirmed: true,
     oversize: memo.oversizeUntil > now.epoch,
-    // A token a no-cache request got stands against one held here that is not surely newer: the fleet must come to it.
-    seen: memo.keptForNoCache
-      ? fleetOrHeld(
-          candidates.find((entry) => entry === visit.seen),
-          candidates.find((entry) => entry !== visit.seen),
-        )
-      : candidates.reduce<Entry | undefined>(newest, undefined),
+    seen: candidates.reduce<Entry | undefined>(newest, undefined),
     outlasts: [...visit.outlasts.filter((holder) => !outlasts.includes(holder)), ...outlasts].slice(-visit.settings.kept.ended),
     tableFailure: fromFleet(failure, now.epoch),
     tableHold: failures
@@ -852,7 +846,7 @@ function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefin
   if (outcome.kind === 'token' && outcome.from === 'idp') {
     const { entry } = outcome;
     const kept = shareable(entry, visit.settings) && entry.receivedAt > memo.rejectedAt;
-    if (kept) memo = keeping(memo, entry, visit.ask.noCache);
+    if (kept) memo = keeping(memo, entry);
     const bytes = tokenBytes(entry.token);
     const inline = !keepable(entry.token) && bytes <= tokenRoom(visit, memo);
     const token = kept ? 'kept' : inline ? storedOf(entry) : 'unshared';

@@ -50,8 +50,8 @@ export interface SharedAsk extends Freshness {
   readonly deadline: Deadline;
   readonly exchange: Exchange;
   readonly report: CacheReport;
-  /** Told once, when the item's first read comes back: the newest token and latest rejection the fleet showed, and whether a no-cache request got that token (a look, for memory). */
-  readonly looked: (seen: Entry | undefined, rejection: Rejection, pinned: boolean) => void;
+  /** Told once, when the item's first read comes back: the newest token and latest rejection the fleet showed (a look, for memory). */
+  readonly looked: (seen: Entry | undefined, rejection: Rejection) => void;
   /** Told when the visit waits on a holder whose deadline ends by `until` (this instance's monotonic clock). */
   readonly waits: (until: MonoMs) => void;
   /** Told the visit's own exchange's outcome as soon as it is known, whatever the caller is answered. */
@@ -107,7 +107,7 @@ export class SharedTier {
         apply(step(visit, event, now()));
         if (event.kind === 'read' && !looked) {
           looked = true;
-          ask.looked(visit.seen, visit.rejection, visit.mirror?.memo.keptForNoCache ?? false);
+          ask.looked(visit.seen, visit.rejection);
         }
       };
       let looked = false;
@@ -242,7 +242,7 @@ export class SharedTier {
     if (plan.act === 'exchange' && plan.refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
     const result = await exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline, ask.rejection.at);
-    if ('token' in result) return tokenOutcome(result.token, 'idp');
+    if ('token' in result) return tokenOutcome({ ...result.token, noCache: ask.noCache }, 'idp');
     const cut = result.failure.code === 'upstream_timeout' && budgetMs < settings.upstreamTimeoutMs - settings.upstreamTimeoutMs / 25;
     return {
       kind: 'failure',

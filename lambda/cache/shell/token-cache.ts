@@ -181,8 +181,8 @@ export class TokenCache {
     const holdKeys = holdKeysOf(request, ask.tokenUrl);
     let lookDone = (): void => undefined;
     const looking = new Promise<void>((resolve) => (lookDone = resolve));
-    const looked = (seen: Entry | undefined, rejection: Rejection, pinned: boolean): void => {
-      this.memory.looked(key, slot, seen, rejection, pinned);
+    const looked = (seen: Entry | undefined, rejection: Rejection): void => {
+      this.memory.looked(key, slot, seen, rejection);
       if (slot.looking === looking) slot.looking = undefined;
       lookDone();
     };
@@ -236,7 +236,7 @@ export class TokenCache {
     if (refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
     const result = await exchangeResult(ask.exchange, this.runtime, this.runtime.instance, ask.deadline, slot.rejection.at);
-    if ('token' in result) return tokenOutcome(result.token, 'idp');
+    if ('token' in result) return tokenOutcome({ ...result.token, noCache: ask.noCache }, 'idp');
     const now = this.runtime.epoch();
     const { failure } = result;
     const rejection = failure.code === 'unauthorized' ? laterRejection(slot.rejection, { at: now, own: true }) : slot.rejection;

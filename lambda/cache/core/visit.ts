@@ -479,7 +479,16 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
 
 /** What the item holds for this request: the outcome of the exchange it waited for, when that may be taken. */
 function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step | undefined {
-  const ended = [...(state?.ended ?? [])].reverse().find((outcome) => waitedFor(visit.watch, outcome.holder, outcome.lineage));
+  // An exchange this visit waited on, or one that brought a token of its own after this request came, though its claim was gone before it looked.
+  const ended = [...(state?.ended ?? [])]
+    .reverse()
+    .find(
+      (outcome) =>
+        waitedFor(visit.watch, outcome.holder, outcome.lineage) ||
+        (outcome.outcome.kind === 'answered' &&
+          typeof outcome.outcome.token === 'object' &&
+          outcome.outcome.token.receivedAt >= visit.ask.arrivedAt),
+    );
   if (!ended) return undefined;
   if (ended.outcome.kind === 'failure') {
     // A failure whose time is over is news of an exchange that ended before this request could share it;

@@ -468,10 +468,11 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
     seen: candidates.reduce<Entry | undefined>(newest, undefined),
     outlasts: [...visit.outlasts.filter((holder) => !outlasts.includes(holder)), ...outlasts].slice(-visit.settings.kept.ended),
     tableFailure: fromFleet(failure, now.epoch),
+    // A hold seen in an earlier read stays known though a later write left it out: a hold is never shortened.
     tableHold: failures
       .filter(isHold)
       .map((hold) => fromFleet(hold, now.epoch))
-      .reduce(longer, undefined),
+      .reduce(longer, fromFleet(visit.tableHold, now.epoch)),
     mirror: read.state,
     item: read.expected,
   };
@@ -997,7 +998,9 @@ function answer(visit: Visit, outcome: Outcome, now: Now): Step {
 /** A hold is never shortened: one answered is the longest this visit knows of (a refused write may have shown a longer one). */
 function withLongestHold(visit: Visit, outcome: Outcome, now: Now): Outcome {
   if (outcome.kind !== 'failure' || !isHold(outcome.failure)) return outcome;
-  const longest = [outcome.failure, visit.tableHold, heldNow(visit, now)?.honoured].reduce(longer, undefined) as Remembered;
+  // A hold it kept to answer with (its own exchange's, met while it waited on another's) counts too.
+  const kept = visit.fallback && isHold(visit.fallback.failure) ? visit.fallback.failure : undefined;
+  const longest = [outcome.failure, visit.tableHold, heldNow(visit, now)?.honoured, kept].reduce(longer, undefined) as Remembered;
   return longest === outcome.failure ? outcome : { ...outcome, failure: longest, metAt: now.epoch };
 }
 

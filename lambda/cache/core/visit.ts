@@ -13,7 +13,7 @@ import {
   withEcho,
 } from './claims';
 import { EMPTY_MEMO, entryOf, type Ended, endsAt, keeping, type KeyItem, type KeyMemo, type SharedOutcome, storedOf } from './item';
-import { CLOCK_TOLERANCE_MS, type Entry, keepable, newest, openToFleet, served, tokenBytes } from './lifetime';
+import { CLOCK_TOLERANCE_MS, type Entry, keepable, newest, openToFleet, phaseOf, served, tokenBytes } from './lifetime';
 import { type ExchangeResult, type FailureOutcome, type Outcome, tokenOutcome } from './outcome';
 import {
   answersNoCache,
@@ -175,6 +175,8 @@ export interface Visit {
   readonly answered: boolean;
   /** The newest token known that outlives the key's latest rejection (any phase: it proves the key). */
   readonly seen: Entry | undefined;
+  /** Whether the item showed `seen`: one kept from before a pepper switch may have a 401 only the old items know. */
+  readonly seenInItem: boolean;
   readonly rejection: Rejection;
   /** The key's item was read: its rejections are known, so kept tokens may stand in for failures. */
   readonly confirmed: boolean;
@@ -237,6 +239,7 @@ export function startVisit(ask: VisitAsk, settings: CacheSettings, hedgeMs: numb
     situation: { kind: 'reading', hedgeAt: monoMs(now.mono + hedgeMs) },
     answered: false,
     seen: proves(memoryEntry, ask.rejection, now.epoch) ? memoryEntry : undefined,
+    seenInItem: false,
     rejection: ask.rejection,
     confirmed: false,
     oversize: false,
@@ -425,7 +428,8 @@ function outlasted(visit: Visit, ended: Ended, now: Now): boolean {
 function learn(visit: Visit, read: KeyRead, now: Now): Visit {
   const memo = read.state?.memo ?? EMPTY_MEMO;
   const rejection = laterRejection(visit.rejection, { at: memo.rejectedAt, own: false });
-  const candidates = [visit.seen, memo.kept ? entryOf(memo.kept, visit.ask.instance) : undefined].filter(
+  const shown = memo.kept ? entryOf(memo.kept, visit.ask.instance) : undefined;
+  const candidates = [visit.seen, shown].filter(
     (entry): entry is Entry =>
       entry !== undefined &&
       entry.receivedAt <= now.epoch + CLOCK_TOLERANCE_MS &&
@@ -454,6 +458,7 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
     !(before?.kind === 'claim' && before.claim.holder === claim.holder) &&
     !visit.sightings.some((one) => one.holder === claim.holder);
   const ranAfter = fresh ? [...visit.ranAfter, [claim.holder, visit.readAt] as const].slice(-visit.settings.kept.lineage) : visit.ranAfter;
+  const seen = candidates.reduce<Entry | undefined>(newest, undefined);
   return {
     ...visit,
     ranAfter,
@@ -465,7 +470,8 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
     rejection,
     confirmed: true,
     oversize: memo.oversizeUntil > now.epoch,
-    seen: candidates.reduce<Entry | undefined>(newest, undefined),
+    seen,
+    seenInItem: seen !== undefined && (seen === shown || (visit.seenInItem && seen === visit.seen)),
     outlasts: [...visit.outlasts.filter((holder) => !outlasts.includes(holder)), ...outlasts].slice(-visit.settings.kept.ended),
     tableFailure: fromFleet(failure, now.epoch),
     // A hold seen in an earlier read stays known though a later write left it out: a hold is never shortened.
@@ -502,6 +508,8 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
   }
   const entry = sharedToken(ended.outcome, state as KeyItem, visit.ask.instance);
   if (!entry || (visit.ask.noCache && !answersNoCache(entry, visit.ask))) return undefined;
+  // A kept token past its freshness here (an old outcome written back) is no answer of this burst's.
+  if (keepable(entry.token) && !['fresh', 'refresh'].includes(phaseOf(entry, now.epoch))) return undefined;
   // A token that cannot be kept goes to those who came while its exchange ran: by this instance's own
   // clock for its own token; for a copy, as dated, or when this visit saw its holder renew since.
   const renewedAt = visit.ranAfter.find(([holder]) => holder === ended.holder)?.[1] ?? epochMs(-Infinity);
@@ -1007,7 +1015,9 @@ function withLongestHold(visit: Visit, outcome: Outcome, now: Now): Outcome {
 /** A failure as this visit answers it: with the newest token that may stand in, and whom a hold covers. */
 function outcomeOf(visit: Visit, failure: Remembered, cause: FailureOutcome['cause'], now: Now): FailureOutcome {
   const scope = holdScope(visit.ask.vouched, visit.seen, visit.rejection, now.epoch);
-  const kept = visit.seen && served(visit.seen, now.epoch) ? visit.seen : undefined;
+  // A token kept from before a pepper switch may have a 401 only the old items know: it stands in only as the new item shows it.
+  const sighted = visit.seenInItem || (visit.seen?.receivedAt ?? 0) > visit.ask.pepperSwitchedAt;
+  const kept = visit.seen && served(visit.seen, now.epoch) && sighted ? visit.seen : undefined;
   return { kind: 'failure', failure, kept, rejection: visit.confirmed ? visit.rejection : 'unknown', scope, cause, metAt: now.epoch };
 }
 

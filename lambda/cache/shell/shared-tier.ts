@@ -292,7 +292,9 @@ export class SharedTier {
       if (inFlight++ === 0) busySince = started;
       const answer = await call();
       const ended = runtime.mono();
-      if (answer !== FAILED) this.tableAnswers.add(ended - started, runtime.epoch());
+      // A call that failed (a hang at the call limit included) says the table is not answering: the hedge falls to its least until it does.
+      if (answer === FAILED) this.tableAnswers.clear();
+      else this.tableAnswers.add(ended - started, runtime.epoch());
       if (--inFlight === 0) report.tableLatencyMs = Math.round(((report.tableLatencyMs ?? 0) + ended - busySince) * 10) / 10;
       return answer;
     };
@@ -323,6 +325,10 @@ class Samples {
   add(ms: number, at: EpochMs): void {
     this.kept.push({ ms, at });
     if (this.kept.length > SAMPLES_KEPT) this.kept.shift();
+  }
+
+  clear(): void {
+    this.kept.length = 0;
   }
 
   recent(now: EpochMs): number | undefined {

@@ -13,8 +13,10 @@ import {
   cutShort,
   decide,
   type Freshness,
+  happenedAt,
   holdScope,
   inForce,
+  isHold,
   isRemembered,
   laterRejection,
   longer,
@@ -172,7 +174,9 @@ export class TokenCache {
       return true;
     }
     if (!ask.noCache) return false;
-    return outcome.kind === 'token' ? !answersNoCache(outcome.entry, ask) : outcome.cause === 'failure';
+    if (outcome.kind === 'token') return !answersNoCache(outcome.entry, ask);
+    // A no-cache request takes no remembered failure: none told of that happened before it came, a hold aside.
+    return outcome.cause === 'failure' || (!isHold(outcome.failure) && happenedAt(outcome.failure) < ask.arrivedAt);
   }
 
   /** Fetch the key's token, as the one request on this instance whose outcome the others share. */
@@ -259,14 +263,14 @@ export class TokenCache {
       return this.served(ask, outcome.from === 'table' ? 'shared' : 'memory', answerFrom(outcome.entry, now));
     }
     if (outcome.cause === 'failure' || outcome.cause === 'hold') ask.report.remembered = outcome.cause;
-    // A pepper switch hides the 401s sealed before it: a token received before it no longer stands in as stale.
-    const switched: Rejection = { at: this.shared?.pepperSwitchedAt() ?? epochMs(0), own: true };
-    const known = laterRejection(
+    const rejection = laterRejection(
       outcome.rejection === 'unknown' ? UNKNOWN_REJECTION : outcome.rejection,
       slot?.rejection ?? UNKNOWN_REJECTION,
     );
-    const rejection = laterRejection(known, switched);
-    const kept = newest(outcome.kept, slot?.kept);
+    // A pepper switch hides the 401s sealed before it: a token memory kept from before stands in no more (one the new item shows does).
+    const switchedAt = this.shared?.pepperSwitchedAt() ?? 0;
+    const remembered = slot?.kept && slot.kept.receivedAt > switchedAt ? slot.kept : undefined;
+    const kept = newest(outcome.kept, remembered);
     // Only the IdP's own answer to this request tells its seconds as given; a hold told of tells those left as the answer leaves.
     const answer = answerFailure(outcome.failure, kept, rejection, ask, now, outcome.cause === 'exchange' ? outcome.metAt : now);
     if (answer.served === 'error') {

@@ -33,7 +33,8 @@ that the rows make slow or hang, all on 127.0.0.1.
   --k N           function instances (one process each) in each mode's fleet (default 8)
   --span SECONDS  how long callers keep coming in each row (default 10); the IdP outage (60 s) and hold (18 s) rows
                   keep their own timelines, and the write-back row records for 6 s before it
-  --only TEXT,... run only the rows whose name contains one of the TEXTs
+  --only TEXT,... run only the rows whose name contains one of the TEXTs; a comma followed by a space is part of a
+                  TEXT, as in the row names, so a whole name picks out one row ("IdP 4.0 s, 1 in flight")
   --answers FILE  write every answer to FILE, a JSON line each (row, mode, client id, when sent, ms, status, x-token-cache,
                   when its token was issued, what is wrong with it), and after each row what the IdP answered each client id
                   and when (times in ms since the row started)
@@ -71,7 +72,8 @@ async function main(): Promise<number> {
   }
   const rows = scenarios(spanS * 1000)
     .map((scenario, index) => ({ scenario, index }))
-    .filter(({ scenario }) => (values.only ?? '').split(',').some((text) => scenario.name.includes(text)));
+    // Row names hold ", ": only a comma without a space after it separates TEXTs.
+    .filter(({ scenario }) => (values.only ?? '').split(/,(?! )/).some((text) => scenario.name.includes(text)));
   const budgetMs = rows.reduce((sum, { scenario }) => sum + scenario.spanMs + 15_000, 180_000);
   const giveUp = () => {
     console.error(`faults: gave up after ${Math.round(budgetMs / 1000)} s`);

@@ -13,8 +13,9 @@ violation, crashes, or outlasts the time cap; mutants that do not type-check are
 
   --sample N        mutants in the sample (default 240), spread over the files by their mutation points
   --seed S          the sample's seed (default 35)
-  --seeds N         seeds of the short search, from seed 1 (default 100)
+  --seeds N         seeds of the short search (default 100)
   --requests M      requests per seed of the short search (default 100)
+  --from S          the short search's first seed (default 1)
   --long K          seeds of 600 requests after it, from seed 1 (default 5)
   --cap S           seconds a mutant may take at most (default: four times the unmutated search, at least 60)
   --concurrency C   searches at once (default 2; 1 on a busy machine)
@@ -375,13 +376,14 @@ function draw(
 // ----- The search --------------------------------------------------------------------------------------
 
 interface Search {
+  readonly from: number;
   readonly seeds: number;
   readonly requests: number;
   readonly long: number;
 }
 
 const commandsOf = (search: Search): string[][] => [
-  ['--from', '1', '--seeds', String(search.seeds), '--requests', String(search.requests)],
+  ['--from', String(search.from), '--seeds', String(search.seeds), '--requests', String(search.requests)],
   ...(search.long > 0 ? [['--from', '1', '--seeds', String(search.long), '--requests', '600']] : []),
 ];
 
@@ -462,7 +464,7 @@ async function main(): Promise<void> {
   const root = resolve(__dirname, '..');
   const size = count('sample', 240);
   const seed = count('seed', 35);
-  const search: Search = { seeds: count('seeds', 100), requests: count('requests', 100), long: count('long', 5) };
+  const search: Search = { from: count('from', 1), seeds: count('seeds', 100), requests: count('requests', 100), long: count('long', 5) };
   const concurrency = Math.max(1, count('concurrency', 2));
   const out = option('out') ?? 'reports/sim-mutation.json';
   const only = option('only')

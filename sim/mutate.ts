@@ -389,7 +389,8 @@ const commandsOf = (search: Search): string[][] => [
 
 /** A scratch copy of what the simulator runs: lambda/, sim/ and the configuration, node_modules linked. */
 function scratch(root: string, slot: number): string {
-  const dir = `/tmp/sim-mutate/${slot}`;
+  // Per run, so that two runs (a rerun of survivors beside a whole run) never share a copy.
+  const dir = `/tmp/sim-mutate/${process.pid}/${slot}`;
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   for (const part of ['lambda', 'sim', 'tsconfig.json', 'package.json']) cpSync(join(root, part), join(dir, part), { recursive: true });
@@ -583,7 +584,7 @@ async function main(): Promise<void> {
   );
   for (const line of summary.survivors) console.log(`  survived: ${line}`);
   console.log(`report: ${relative(root, resolve(root, out))}`);
-  for (const dir of slots) if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+  if (existsSync(`/tmp/sim-mutate/${process.pid}`)) rmSync(`/tmp/sim-mutate/${process.pid}`, { recursive: true, force: true });
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

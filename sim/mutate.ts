@@ -10,13 +10,14 @@ import { prng } from './world';
 const HELP = `npm run sim:mutate [-- options]: a seeded sample of mutants of lambda/cache/core/, each judged by
 a bounded search of the simulator alone (no jest test). A mutant is killed when the search finds a
 violation, crashes, or outlasts the time cap; mutants that do not type-check are dropped, as Stryker does.
+With no options: the run docs/TESTING.md quotes.
 
-  --sample N        mutants in the sample (default 240), spread over the files by their mutation points
+  --sample N        mutants in the sample (default 200), spread over the files by their mutation points
   --seed S          the sample's seed (default 35)
-  --seeds N         seeds of the short search (default 100)
-  --requests M      requests per seed of the short search (default 100)
+  --seeds N         seeds of the short search (default 60)
+  --requests M      requests per seed of the short search (default 120)
   --from S          the short search's first seed (default 1)
-  --long K          seeds of 600 requests after it, from seed 1 (default 5)
+  --long K          seeds of 600 requests after it, from seed 1 (default 2)
   --cap S           seconds a mutant may take at most (default: four times the unmutated search, at least 60)
   --concurrency C   searches at once (default 2; 1 on a busy machine)
   --only I,J        run only these mutants of the sample (their numbers as reported)
@@ -463,9 +464,9 @@ async function judgeDir(dir: string, search: Search, capMs: number): Promise<{ s
 async function main(): Promise<void> {
   if (flag('help') || flag('h')) return void console.log(HELP);
   const root = resolve(__dirname, '..');
-  const size = count('sample', 240);
+  const size = count('sample', 200);
   const seed = count('seed', 35);
-  const search: Search = { from: count('from', 1), seeds: count('seeds', 100), requests: count('requests', 100), long: count('long', 5) };
+  const search: Search = { from: count('from', 1), seeds: count('seeds', 60), requests: count('requests', 120), long: count('long', 2) };
   const concurrency = Math.max(1, count('concurrency', 2));
   const out = option('out') ?? 'reports/sim-mutation.json';
   const only = option('only')
@@ -590,6 +591,7 @@ async function main(): Promise<void> {
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     for (const child of running) stop(child);
+    rmSync(`/tmp/sim-mutate/${process.pid}`, { recursive: true, force: true });
     process.exit(130);
   });
 }

@@ -69,9 +69,8 @@ export interface KeyRead extends ReadSpan {
   readonly expected: Expected;
 }
 
-/** `lost` with no read: refused by an item the answer did not carry. `failed`: no answer came: the write may still have landed. */
-export type WriteResult =
-  { readonly kind: 'won' } | { readonly kind: 'lost'; readonly read: KeyRead | undefined } | { readonly kind: 'failed' };
+/** `lost`: refused, with the item that refused it (none: absent, or not ours). `failed`: no answer came: the write may still have landed. */
+export type WriteResult = { readonly kind: 'won' } | { readonly kind: 'lost'; readonly read: KeyRead } | { readonly kind: 'failed' };
 
 export type WriteKind = 'claim' | 'renew' | 'mark' | 'publish';
 
@@ -608,8 +607,7 @@ function claimWritten(visit: Visit, claim: ClaimFacts, exchange: Running | undef
     ...refused,
     situation: exchange ? { kind: 'asking', exchange } : { kind: 'reading', hedgeAt: hedgeOf(visit, now) },
   };
-  if (result.read) return consider(learn(deciding, result.read, now), result.read, now);
-  return { visit: deciding, actions: [{ kind: 'read' }] };
+  return consider(learn(deciding, result.read, now), result.read, now);
 }
 
 /** As the holder, once the holds are known: settle a hold in force for the waiters, or ask the IdP. */
@@ -659,8 +657,8 @@ function renew(visit: Visit, claim: ClaimFacts, exchange: Running, rewrites: num
 function renewWritten(visit: Visit, held: Extract<Situation, { kind: 'holding' }>, result: WriteResult, now: Now): Step {
   if (result.kind !== 'lost') return renewLater(visit, held.claim, held.exchange, now);
   const read = result.read;
-  const claim = read?.state?.activity.kind === 'claim' ? read.state.activity.claim : undefined;
-  if (read && claim?.holder === visit.ask.holder) {
+  const claim = read.state?.activity.kind === 'claim' ? read.state.activity.claim : undefined;
+  if (claim?.holder === visit.ask.holder) {
     // Waiters' marks, or a token someone shared, changed the item under this claim: carry them on.
     // Only rewrites that bring no new mark count against the bound (marks are a waiter each).
     const echoes = echoesOf(held.claim, claim, visit.settings);
@@ -702,7 +700,6 @@ function markWritten(visit: Visit, waiting: Extract<Situation, { kind: 'waiting'
       // Another waiter's mark, or a renewal, came first: mark again over it (a few times at most; then silence alone decides).
       const watch = marked(visit.watch, waiting.marks >= visit.settings.maxRefusals ? 'unknown' : 'none');
       const next: Visit = { ...visit, watch, situation: { ...waiting, pollAt: undefined } };
-      if (!result.read) return { visit: next, actions: [{ kind: 'read' }] };
       return consider(learn(next, result.read, now), result.read, now);
     }
   }
@@ -897,7 +894,7 @@ function publishWritten(visit: Visit, publishing: Extract<Situation, { kind: 'pu
   if (result.kind === 'won') return landed(visit, 'key', now);
   // Waiters' new marks on the claim it wrote over (its own, or the one that took over) refused it: those do not count
   // against the bound (a waiter marks a claim once).
-  const found = result.kind === 'lost' && result.read?.state?.activity.kind === 'claim' ? result.read.state.activity.claim : undefined;
+  const found = result.kind === 'lost' && result.read.state?.activity.kind === 'claim' ? result.read.state.activity.claim : undefined;
   const { claim } = publishing;
   const over = visit.mirror?.activity.kind === 'claim' ? visit.mirror.activity.claim : claim;
   const marks = over !== undefined && found?.holder === over.holder && found.echoes.some((echo) => !over.echoes.includes(echo));
@@ -905,12 +902,9 @@ function publishWritten(visit: Visit, publishing: Extract<Situation, { kind: 'pu
   if (retries <= visit.settings.maxRewrites) {
     // Written again: over either revision when no answer came, or over what refused it, merged anew.
     if (result.kind === 'failed') return retry(publishing.state, visit, claim, retries);
-    if (result.read) {
-      const learnt = learn(visit, result.read, now);
-      const merged =
-        marks && claim && found?.holder === claim.holder ? { ...claim, echoes: echoesOf(claim, found, visit.settings) } : claim;
-      return retry(publication(learnt, publishing.outcome, merged, now, publishing.recorded), learnt, merged, retries);
-    }
+    const learnt = learn(visit, result.read, now);
+    const merged = marks && claim && found?.holder === claim.holder ? { ...claim, echoes: echoesOf(claim, found, visit.settings) } : claim;
+    return retry(publication(learnt, publishing.outcome, merged, now, publishing.recorded), learnt, merged, retries);
   }
   return landed(visit, 'key', now);
 }
@@ -1051,9 +1045,7 @@ function afterWrite(item: Expected, rev: string, result: WriteResult): Expected 
     case 'won':
       return { revs: [rev, ...later], unversioned: false };
     case 'lost':
-      return result.read
-        ? { revs: [...result.read.expected.revs, ...later], unversioned: result.read.expected.unversioned }
-        : { revs: later, unversioned: true };
+      return { revs: [...result.read.expected.revs, ...later], unversioned: result.read.expected.unversioned };
     case 'failed':
       return item;
   }

@@ -349,7 +349,8 @@ function keyRead(keys: ItemKeys, item: StoredItem | undefined, startedAt: MonoMs
 function writeResult(keys: ItemKeys, written: Written | typeof FAILED, rev: string, startedAt: MonoMs, endedAt: MonoMs): WriteResult {
   if (written === FAILED) return { kind: 'failed' };
   if ('rev' in written || written.lost?.rev === rev) return { kind: 'won' };
-  return { kind: 'lost', read: written.lost && keyRead(keys, written.lost, startedAt, endedAt) };
+  // Refused with no item: there is none (or none of ours), as a read would have found.
+  return { kind: 'lost', read: keyRead(keys, written.lost, startedAt, endedAt) };
 }
 
 /** The condition that overwrites exactly this item: its revision, or none (absent, or no string revision: not ours). */

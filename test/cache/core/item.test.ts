@@ -19,12 +19,13 @@ import type { Entry } from '../../../lambda/cache/core/lifetime';
 const T0 = 1_800_000_000_000;
 const at = (ms: number) => epochMs(T0 + ms);
 const FLOOR = 86_400_000;
-const stored: StoredToken = { token: { access_token: 'at', expires_in: 3600 }, receivedAt: at(0), by: 'receiver' };
+const stored: StoredToken = { token: { access_token: 'at', expires_in: 3600 }, receivedAt: at(0), by: 'receiver', after: at(0) };
 const entry = (receivedMs: number, expiresIn = 3600): Entry => ({
   token: { access_token: `t${receivedMs}`, expires_in: expiresIn },
   receivedAt: at(receivedMs),
   receivedBy: 'receiver',
   copy: true,
+  after: epochMs(0),
 });
 const claim: ClaimFacts = { holder: 'h', beat: 2, leftMs: 4000, runMs: 500, claimedAt: at(0), lineage: [], echoes: [] };
 const key = (memo: Partial<KeyMemo>, parts: Partial<Extract<ItemState, { kind: 'key' }>> = {}): ItemState => ({
@@ -47,8 +48,10 @@ const answered = (untilMs: number): Ended => ({
 
 describe('entryOf and storedOf', () => {
   it("holds an item's token as a copy, dated by its receiver, unless this instance received it", () => {
-    expect(entryOf(stored, 'another')).toEqual({ token: stored.token, receivedAt: at(0), receivedBy: 'receiver', copy: true });
-    expect(entryOf(stored, 'receiver')).toEqual({ token: stored.token, receivedAt: at(0), receivedBy: 'receiver', copy: false });
+    const asStored = { token: stored.token, receivedAt: at(0), receivedBy: 'receiver', after: at(0) };
+
+    expect(entryOf(stored, 'another')).toEqual({ ...asStored, copy: true });
+    expect(entryOf(stored, 'receiver')).toEqual({ ...asStored, copy: false });
   });
 
   it('stores a kept token as its receiver dated it, whoever holds it', () => {

@@ -24,6 +24,7 @@ const own = (expiresIn: unknown, extra: Record<string, unknown> = {}): Entry => 
   receivedAt: at(0),
   receivedBy: 'this-instance',
   copy: false,
+  after: epochMs(0),
 });
 /** The same token as another instance holds it: a copy from the table, dated by the receiver's clock. */
 const copy = (expiresIn: unknown, extra: Record<string, unknown> = {}): Entry => ({ ...own(expiresIn, extra), copy: true });

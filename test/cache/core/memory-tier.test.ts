@@ -14,6 +14,7 @@ const token = (receivedMs: number, { expiresIn = 3600, copy = false }: { expires
   receivedAt: at(receivedMs),
   receivedBy: copy ? 'another' : 'this',
   copy,
+  after: epochMs(0),
 });
 const hold = (ms: number): Remembered => ({ code: 'upstream_throttled', until: at(ms) });
 const serverError = (ms: number): Remembered => ({ code: 'upstream_error', until: at(ms) });
@@ -372,7 +373,7 @@ describe('looked, after a look in the table', () => {
     const slot = memory.slot('k');
     keepIn(memory, 'k', token(-1000));
 
-    memory.looked('k', slot, token(0, { copy: true }), NO_REJECTION);
+    memory.looked('k', slot, token(0, { copy: true }), NO_REJECTION, false);
 
     expect(slot.kept).toEqual(token(0, { copy: true }));
   });
@@ -383,7 +384,7 @@ describe('looked, after a look in the table', () => {
     keepIn(memory, 'k', token(-1000));
     const rejection: Rejection = { at: at(-500), own: false };
 
-    memory.looked('k', slot, undefined, rejection);
+    memory.looked('k', slot, undefined, rejection, false);
 
     expect([slot.kept, slot.rejection]).toEqual([undefined, rejection]);
   });
@@ -393,8 +394,8 @@ describe('looked, after a look in the table', () => {
     const slot = memory.slot('k');
     keepIn(memory, 'k', token(-1000));
 
-    memory.looked('k', slot, token(-2000, { copy: true }), NO_REJECTION);
-    memory.looked('k', slot, token(0, { copy: true, expiresIn: 30 }), NO_REJECTION);
+    memory.looked('k', slot, token(-2000, { copy: true }), NO_REJECTION, false);
+    memory.looked('k', slot, token(0, { copy: true, expiresIn: 30 }), NO_REJECTION, false);
 
     expect(slot.kept).toEqual(token(-1000));
   });
@@ -404,7 +405,7 @@ describe('looked, after a look in the table', () => {
     const slot = memory.slot('k');
     slot.rejection = { at: NOW, own: true };
 
-    memory.looked('k', slot, token(-1000, { copy: true }), { at: at(-5000), own: false });
+    memory.looked('k', slot, token(-1000, { copy: true }), { at: at(-5000), own: false }, false);
 
     expect([slot.kept, slot.rejection]).toEqual([undefined, { at: NOW, own: true }]);
   });
@@ -413,7 +414,7 @@ describe('looked, after a look in the table', () => {
     const memory = tier(2);
     memory.slot('a');
     memory.slot('b');
-    memory.looked('a', memory.slot('a'), token(0, { copy: true }), NO_REJECTION);
+    memory.looked('a', memory.slot('a'), token(0, { copy: true }), NO_REJECTION, false);
     memory.slot('c');
     memory.slot('d');
 

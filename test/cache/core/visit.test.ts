@@ -35,8 +35,14 @@ const token = (name: string, ago = 0, { by = 'here', expiresIn = 3600 }: { by?: 
   receivedAt: epoch(-ago),
   receivedBy: by,
   copy: by !== 'here',
+  after: epochMs(0),
 });
-const stored = (entry: Entry): StoredToken => ({ token: entry.token, receivedAt: entry.receivedAt, by: entry.receivedBy });
+const stored = (entry: Entry): StoredToken => ({
+  token: entry.token,
+  receivedAt: entry.receivedAt,
+  by: entry.receivedBy,
+  after: entry.after,
+});
 const NOTHING: KeyView = { entry: undefined, failure: undefined, hold: undefined, busy: false, refreshing: false };
 const ask = (parts: Partial<VisitAsk> = {}): VisitAsk => ({
   memory: NOTHING,
@@ -45,6 +51,7 @@ const ask = (parts: Partial<VisitAsk> = {}): VisitAsk => ({
   instance: 'here',
   holder: 'me',
   vouched: false,
+  pepperSwitchedAt: epochMs(0),
   noCache: false,
   arrivedAt: epoch(0),
   ...parts,
@@ -191,10 +198,10 @@ describe('a read of the key', () => {
     expect([visit.seen, visit.holds.kind]).toEqual([undefined, 'reading']);
   });
 
-  it('with a live claim: waits for it, and polls every twentieth of what is left, at most 100 ms', () => {
-    const { visit, actions } = run(start(), [read(claimed(), 0), 10]);
+  it("with a live claim: waits for it, says the holder's deadline ends by its time left as the read ended, and polls every twentieth of what is left, at most 100 ms", () => {
+    const { visit, actions } = run(start(), [read(claimed({ leftMs: 4900 }), 0), 10]);
 
-    expect(actions).toEqual([]);
+    expect(actions).toEqual([{ kind: 'waits', until: 2 + 4900 }]);
     expect([visit.situation.kind, wakeAt(visit)]).toEqual(['waiting', 110]);
   });
 
@@ -338,7 +345,7 @@ describe('a waiter', () => {
     const due = marking();
     const { visit } = run(due, [wrote('mark', FAILED_WRITE), 305]);
 
-    expect(kinds(due.actions)).toEqual(['write:mark']);
+    expect(kinds(due.actions)).toEqual(['write:mark', 'waits']);
     expect(visit.watch.current?.mark).toBe('unknown');
     expect(wakeAt(visit)).toBeGreaterThan(305);
   });
@@ -388,9 +395,10 @@ describe('what a claim carries of the outcomes before it', () => {
 
   it("keeps waiters' tokens inline while they fit, newest first, and marks the older ones unshared", () => {
     const big = (name: string): StoredToken => ({
-      token: { access_token: name.padEnd(40_000, 'x'), expires_in: 20 },
+      token: { access_token: name.padEnd(SETTINGS.itemTokenBytes / 2, 'x'), expires_in: 20 },
       receivedAt: epoch(-100),
       by: 'there',
+      after: epochMs(0),
     });
     const { actions } = run(start(), [read(item({ ended: [answeredBy('a', -100, big('a')), answeredBy('b', -100, big('b'))] })), 2]);
 

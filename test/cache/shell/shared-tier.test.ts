@@ -56,6 +56,7 @@ const ask = (parts: Partial<SharedAsk> = {}): SharedAsk => ({
   noCache: false,
   arrivedAt: runtime.epoch(),
   looked: () => undefined,
+  waits: () => undefined,
   met: () => undefined,
   heldNow: () => undefined,
   ...parts,

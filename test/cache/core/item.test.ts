@@ -12,7 +12,7 @@ import {
   storedOf,
   usefulUntil,
 } from '../../../lambda/cache/core/item';
-import type { Entry } from '../../../lambda/cache/core/lifetime';
+import { CLOCK_TOLERANCE_MS, type Entry } from '../../../lambda/cache/core/lifetime';
 
 // What a table item holds and how long it is of use. T0 is when its token arrived; at(ms) is ms from it.
 
@@ -114,6 +114,30 @@ describe('keeping', () => {
 
     expect(keeping(memo, entry(0, 7200))).toEqual({ ...memo, keptUntil: at(7_200_000) });
     expect(keeping(memo, { ...entry(1000, 60), token: { access_token: 'same-moment', expires_in: 60 } }).kept).toEqual(memo.kept);
+  });
+
+  it('keeps the token a no-cache request got over a newer one, and says so', () => {
+    const memo = keeping(EMPTY_MEMO, entry(1000));
+
+    expect(keeping(memo, entry(0), true)).toEqual({ ...memo, kept: storedOf(entry(0)), keptForNoCache: true });
+  });
+
+  it("lets a no-cache request's token stand against any token not surely newer, by the clocks' tolerance across receivers", () => {
+    const pinned = keeping(EMPTY_MEMO, entry(0), true);
+    const elsewhere = (ms: number): Entry => ({ ...entry(ms), receivedBy: 'another' });
+
+    expect(keeping(pinned, elsewhere(CLOCK_TOLERANCE_MS)).kept).toEqual(pinned.kept);
+    expect(keeping(pinned, elsewhere(CLOCK_TOLERANCE_MS + 1))).toMatchObject({
+      kept: storedOf(elsewhere(CLOCK_TOLERANCE_MS + 1)),
+      keptForNoCache: false,
+    });
+  });
+
+  it("lets a later token of the same receiver replace a no-cache request's token, by exact dates", () => {
+    const pinned = keeping(EMPTY_MEMO, entry(0), true);
+
+    expect(keeping(pinned, entry(0)).kept).toEqual(pinned.kept);
+    expect(keeping(pinned, entry(1))).toMatchObject({ kept: storedOf(entry(1)), keptForNoCache: false });
   });
 
   it('leaves what else the memo says as it was', () => {

@@ -4,6 +4,7 @@ import {
   CLOCK_TOLERANCE_MS,
   type Entry,
   expiresAt,
+  fleetOrHeld,
   keepable,
   newest,
   openToFleet,
@@ -227,6 +228,42 @@ describe('newest', () => {
     const same = copy(3600);
 
     expect([newest(older, same), newest(same, older)]).toEqual([older, same]);
+  });
+});
+
+describe('fleetOrHeld', () => {
+  /** A token received `ms` after RECEIVED by `by` (this instance holds what it received; the fleet's is a copy). */
+  const by = (receiver: string, ms: number): Entry => ({
+    ...own(3600),
+    receivedAt: at(ms),
+    receivedBy: receiver,
+    copy: receiver !== 'this-instance',
+  });
+
+  it("goes on with the fleet's token unless the held one was received later by the same receiver's clock", () => {
+    const fleet = by('this-instance', 0);
+
+    expect([fleetOrHeld(by('this-instance', 1), fleet), fleetOrHeld(by('this-instance', 0), fleet)]).toEqual([
+      by('this-instance', 1),
+      fleet,
+    ]);
+  });
+
+  it("orders two receivers' tokens only when they are dated further apart than the clocks' tolerance", () => {
+    const fleet = by('another', 0);
+
+    expect(fleetOrHeld(by('this-instance', CLOCK_TOLERANCE_MS), fleet)).toBe(fleet);
+    expect(fleetOrHeld(by('this-instance', CLOCK_TOLERANCE_MS + 1), fleet)).toEqual(by('this-instance', CLOCK_TOLERANCE_MS + 1));
+  });
+
+  it('goes on with the one there is, or none', () => {
+    const held = by('this-instance', 0);
+
+    expect([fleetOrHeld(held, undefined), fleetOrHeld(undefined, held), fleetOrHeld(undefined, undefined)]).toEqual([
+      held,
+      held,
+      undefined,
+    ]);
   });
 });
 

@@ -400,6 +400,19 @@ describe('looked, after a look in the table', () => {
     expect(slot.kept).toEqual(token(-1000));
   });
 
+  it("takes a token a no-cache request got over its own not surely newer, but keeps its own dated later by more than the clocks' tolerance", () => {
+    const memory = tier();
+    const slot = memory.slot('k');
+    keepIn(memory, 'k', token(5000));
+
+    memory.looked('k', slot, token(0, { copy: true }), NO_REJECTION, true);
+    expect(slot.kept).toEqual(token(0, { copy: true }));
+
+    keepIn(memory, 'k', token(5001));
+    memory.looked('k', slot, token(0, { copy: true }), NO_REJECTION, true);
+    expect(slot.kept).toEqual(token(5001));
+  });
+
   it('keeps an older rejection from moving its own back', () => {
     const memory = tier();
     const slot = memory.slot('k');

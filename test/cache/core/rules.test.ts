@@ -337,6 +337,12 @@ describe('receivedSince and outlivesRejection', () => {
     expect([outlivesRejection(kept(0), rejection(-1, true)), outlivesRejection(kept(0), rejection(0, true))]).toEqual([true, false]);
   });
 
+  it('lets a token stand in whose exchange was asked for after the rejection was known, however its receiver dated it', () => {
+    const askedAfter: Entry = { ...kept(0, true), receivedAt: at(-60_000), after: at(-60_000) };
+
+    expect([outlivesRejection(askedAfter, rejection(-60_000)), outlivesRejection(askedAfter, rejection(-59_999))]).toEqual([true, false]);
+  });
+
   it.each([
     ['its own token after a rejection another instance dated', false, false],
     ['a copy after a rejection this instance dated', true, true],

@@ -441,3 +441,79 @@ describe('events that no longer concern the visit', () => {
     expect(run(claiming, [tick(HEDGE_MS + 10), HEDGE_MS + 10]).actions).toEqual([]);
   });
 });
+
+describe("a visit's remembered failure", () => {
+  const failed = (holder: string, failed: Remembered) => ended(holder, { kind: 'failure', failure: failed });
+
+  it('is the newest failure still in force: a rejection outlives a later failure whose time is over', () => {
+    const state = item({ ended: [failed('a', failure('unauthorized', 4000)), failed('b', failure('upstream_error', 500))] });
+    const { actions } = run(start(), [holds(undefined), 1], [read(state), 1000]);
+
+    expect(answerOf(actions)).toMatchObject({ kind: 'failure', failure: failure('unauthorized', 4000), cause: 'failure' });
+  });
+
+  it('is the last failure when a token came after the newest one in force', () => {
+    const state = item({
+      ended: [failed('a', failure('unauthorized', 4000)), answeredBy('b', 300), failed('c', failure('upstream_error', 500))],
+    });
+    const { actions } = run(start(), [holds(undefined), 1], [read(state, 1000, revs('r1')), 1000]);
+
+    expect(answerOf(actions)).toBeUndefined();
+    expect(kinds(actions)).toEqual(['write:claim']);
+  });
+});
+
+describe("a token's place in the item", () => {
+  it('is dated after the rejection the visit knew when it asked, whatever its exchange said', () => {
+    const known = { at: epoch(-100), own: false };
+    const { actions } = run(holding({ rejection: known }), [gotToken(token('new', -50)), 50]);
+    const met = actions.find((action) => action.kind === 'met');
+
+    expect(met).toMatchObject({ outcome: { kind: 'token', entry: { after: epoch(-100) } } });
+  });
+
+  it('shares the room for tokens with the kept one: a token that cannot be kept rides along only in what is left', () => {
+    const big = (name: string, expiresIn: number, ago = 0) => token(name.padEnd(SETTINGS.itemTokenBytes / 2, 'x'), ago, { expiresIn });
+    const publishedWith = (state: KeyItem) => {
+      const held = run(start(), [read(state), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);
+      const { actions } = run(held, [gotToken(big('short', 20, -50)), 50]);
+      return writeOf(actions, 'publish')?.state.ended.at(-1)?.outcome;
+    };
+    // The kept token, this instance's own, is in its refresh window: the visit claims the key to refresh it.
+    const due = big('kept', 3600, 3_215_000);
+
+    expect(publishedWith(keeping(due))).toMatchObject({ kind: 'answered', token: 'unshared' });
+    expect(publishedWith(item())).toMatchObject({ kind: 'answered', token: { by: 'here' } });
+  });
+
+  it('is not taken by a visit that never read the item: it writes over it as absent', () => {
+    const hedged = run(start(), [tick(HEDGE_MS), HEDGE_MS]);
+    const { actions } = run(hedged, [gotToken(token('new', -HEDGE_MS - 10)), HEDGE_MS + 10]);
+
+    expect(kinds(hedged.actions)).toEqual(['exchange']);
+    expect(writeOf(actions, 'publish')?.expected).toEqual(UNVERSIONED);
+  });
+});
+
+describe('a no-cache token in the item', () => {
+  it("stands against this instance's own token when not surely newer, which a plain kept token would not", () => {
+    const mine = token('mine', 1000);
+    const theirs = token('theirs', 3000, { by: 'there' });
+    const pinned = item({ memo: memo({ kept: stored(theirs), keptForNoCache: true }) });
+    const seenWith = (state: KeyItem) => run(start({ memory: { ...NOTHING, entry: mine } }), [read(state), 2]).visit.seen;
+
+    expect([seenWith(pinned), seenWith(keeping(theirs))]).toEqual([theirs, mine]);
+  });
+});
+
+describe('after a pepper switch', () => {
+  it('claims without sharing a token this instance received before the switch', () => {
+    // In its refresh window: the visit claims the key to refresh it, with the token it knows in the claim's memo.
+    const due = token('due', 3_215_000);
+    const claimMemo = (pepperSwitchedAt: EpochMs) =>
+      writeOf(run(start({ memory: { ...NOTHING, entry: due }, pepperSwitchedAt }), [read(undefined, 0, UNVERSIONED), 2]).actions, 'claim')
+        ?.state.memo.kept;
+
+    expect([claimMemo(epoch(-3_215_001)), claimMemo(epoch(-3_215_000))]).toEqual([stored(due), null]);
+  });
+});

@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { Deadline, systemClock } from '../../../lambda/clock';
 import { cacheSettings } from '../../../lambda/cache/core/settings';
 import type { CacheReport } from '../../../lambda/cache/report';
+import { requestText } from '../../../lambda/cache/request-key';
 import { secretsManagerPepper } from '../../../lambda/cache/shell/pepper';
+import { requestItemKeys } from '../../../lambda/cache/shell/sealed-item';
 import { type Runtime, SharedTier } from '../../../lambda/cache/shell/shared-tier';
 import { dynamoDbTable } from '../../../lambda/cache/shell/table-calls';
 import { type CacheAsk, TokenCache } from '../../../lambda/cache/shell/token-cache';
@@ -10,7 +12,8 @@ import { checkTokenUrl, parseAllowlist } from '../../../lambda/policy/token-url-
 import type { TokenRequest } from '../../../lambda/request/token-request';
 import { exchangeToken } from '../../../lambda/upstream/exchange';
 import { destroyAgents } from '../../../lambda/upstream/guarded-agents';
-import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
+import { itemStates, PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
+import { settle } from '../../support/manual-clock';
 import { DEMO_TOKEN, json, type Script, startTokenServer, type TokenServer } from '../../support/token-server';
 
 // The token cache of one instance driven directly, with the real exchange against the scripted token
@@ -164,6 +167,32 @@ describe('TOKEN_CACHE=shared', () => {
     expect(meanwhile).toMatchObject({ header: 'hit', token: { access_token: DEMO_TOKEN.access_token } });
     expect(late.report.tier).toBe('memory');
     await looking;
+  });
+
+  it('lets a request whose deadline outlasts the holder another request here waits on by more than a fifth go on its own', async () => {
+    // Prepare: another instance holds the key's claim with 2.1 s left; a request here with 3 s left waits on it,
+    // so the fetch it started is answered by 2.1 s from now.
+    const cache = await sharedCache();
+    const tokenRequest = request();
+    const keys = requestItemKeys(
+      table.pepper,
+      tokenRequest.clientSecret,
+      requestText(tokenRequest, new URL(tokenRequest.accessTokenUrl).href),
+    );
+    await table.plant(keys, itemStates(() => wall).claim('other', { leftMs: 2100 }));
+    const waiting = ask(3000);
+    const first = cache.resolve(waiting);
+    while (waiting.report.tableLatencyMs === undefined) await settle();
+    await settle();
+
+    // Act: a request with 3.5 s left would share a fetch due in 3 s, but not one due in 2.1 s.
+    const outlasting = ask(3500);
+    const own = await cache.resolve(outlasting);
+
+    // Assess: it took the claim over and asked the IdP; the waiting request got that token through the table.
+    expect([own.header, outlasting.report.tier]).toEqual(['miss', 'miss']);
+    expect([(await first).header, waiting.report.tier]).toEqual(['hit', 'shared']);
+    expect(server.received).toHaveLength(1);
   });
 
   it('passes on a bug in the exchange, and the next request asks the IdP', async () => {

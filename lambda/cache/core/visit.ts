@@ -378,7 +378,8 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
       if (visit.asked) {
         const running = runningOf(decided.situation);
         if (running) return nothing({ ...decided, situation: { kind: 'asking', exchange: running } });
-        return answer(settled(decided), visit.fallback ?? deadlineOutcome(visit, now), now);
+        // Ended, it left this visit deciding only when it failed while the visit waited: that failure is the fallback.
+        return answer(settled(decided), visit.fallback as FailureOutcome, now);
       }
       // A token too large to share goes to no waiter: each instance asks the IdP for its own, once the holds are read.
       if (visit.oversize) {

@@ -6,14 +6,14 @@ import { requestText } from '../../../lambda/cache/request-key';
 import { secretsManagerPepper } from '../../../lambda/cache/shell/pepper';
 import { requestItemKeys } from '../../../lambda/cache/shell/sealed-item';
 import { type Runtime, SharedTier } from '../../../lambda/cache/shell/shared-tier';
-import { dynamoDbTable } from '../../../lambda/cache/shell/table-calls';
+import { dynamoDbTable, type Table } from '../../../lambda/cache/shell/table-calls';
 import { type CacheAsk, TokenCache } from '../../../lambda/cache/shell/token-cache';
 import { checkTokenUrl, parseAllowlist } from '../../../lambda/policy/token-url-policy';
 import type { TokenRequest } from '../../../lambda/request/token-request';
 import { exchangeToken } from '../../../lambda/upstream/exchange';
 import { destroyAgents } from '../../../lambda/upstream/guarded-agents';
 import { itemStates, PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
-import { settle } from '../../support/manual-clock';
+import { manualClock, settle } from '../../support/manual-clock';
 import { DEMO_TOKEN, json, type Script, startTokenServer, type TokenServer } from '../../support/token-server';
 
 // The token cache of one instance driven directly, with the real exchange against the scripted token
@@ -192,6 +192,68 @@ describe('TOKEN_CACHE=shared', () => {
     // Assess: it took the claim over and asked the IdP; the waiting request got that token through the table.
     expect([own.header, outlasting.report.tier]).toEqual(['miss', 'miss']);
     expect([(await first).header, waiting.report.tier]).toEqual(['hit', 'shared']);
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('holds back an exchange about to go out when another request here met a hold on the key meanwhile', async () => {
+    // Prepare: a manual clock (no hedge passes unless moved) and the table, whose hold reads go out while `gated` is true
+    // and are answered once the test opens the gate.
+    const clock = manualClock(wall);
+    const manual: Runtime = { ...clock, instance: 'i-token-cache-held', id: () => randomBytes(9).toString('base64url') };
+    const dynamo = dynamoDbTable(table.tableName, SETTINGS.callLimitMs, manual);
+    let gated = false;
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const held: string[] = [];
+    const puts: string[] = [];
+    const gatedTable: Table = {
+      calls: (report) => {
+        const calls = dynamo.calls(report);
+        return {
+          get: async (itemKey) => {
+            if (gated && itemKey !== keys.itemKey) {
+              held.push(itemKey);
+              await gate;
+            }
+            return calls.get(itemKey);
+          },
+          put: (itemKey, state, expected, rev) => calls.put(itemKey, state, expected, rev).finally(() => puts.push(rev)),
+        };
+      },
+    };
+    const shared = new SharedTier({
+      table: gatedTable,
+      settings: SETTINGS,
+      pepper: secretsManagerPepper(PEPPER_SECRET, manual, SETTINGS.pepper),
+      runtime: manual,
+    });
+    await shared.holdOn([], Deadline.after(systemClock(), 2000), {});
+    const cache = new TokenCache(shared, manual, SETTINGS);
+    const tokenRequest = request();
+    const keys = requestItemKeys(
+      table.pepper,
+      tokenRequest.clientSecret,
+      requestText(tokenRequest, new URL(tokenRequest.accessTokenUrl).href),
+    );
+    const on = (ms: number): CacheAsk => {
+      const deadline = Deadline.after(manual, ms);
+      const target = checkTokenUrl(tokenRequest.accessTokenUrl, parseAllowlist(server.origin));
+      return { ...ask(ms), arrivedAt: manual.epoch(), deadline, exchange: () => exchangeToken(tokenRequest, target, deadline, {}) };
+    };
+
+    // Act: a request with 1.5 s left claims the key and waits for its hold read; one with 5 s left goes on its own,
+    // takes the claim over, and meets a 429 for the key alone.
+    gated = true;
+    const first = cache.resolve(on(1500));
+    while (held.length === 0 || puts.length === 0) await settle();
+    gated = false;
+    server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '30' }));
+    const second = cache.resolve(on(5000));
+    await expect(second).rejects.toMatchObject({ code: 'upstream_throttled' });
+    open();
+
+    // Assess: the first request, its hold read answered, sends nothing: it answers the hold met here.
+    await expect(first).rejects.toMatchObject({ code: 'upstream_throttled' });
     expect(server.received).toHaveLength(1);
   });
 

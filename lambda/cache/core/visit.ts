@@ -709,8 +709,7 @@ function nextPoll(visit: Visit, now: Now): MonoMs {
 
 /** Ask the IdP from where the visit is: as the holder of its claim, or without one. */
 function startExchange(before: Visit, now: Now, hedged: boolean): Step {
-  // A request that already had its own answer from the IdP answers with it, never asks twice.
-  if (before.asked) return answer(settled(before), before.fallback ?? deadlineOutcome(before, now), now);
+  // Never a second time: its callers reach it only with no exchange asked (consider and readFailed check `asked` first).
   const visit: Visit = { ...before, asked: true };
   const exchange: Running = { since: now.mono, after: visit.rejection.at };
   const { situation } = visit;

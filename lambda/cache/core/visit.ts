@@ -629,13 +629,14 @@ function renewLater(visit: Visit, claim: ClaimFacts, exchange: Running, now: Now
 
 function renew(visit: Visit, claim: ClaimFacts, exchange: Running, rewrites: number, now: Now): Step {
   const next = renewal(visit, claim, exchange, now);
-  const base = visit.mirror;
-  const memo = memoOf(visit, base?.memo ?? EMPTY_MEMO);
+  // A holder knows its item: the claim it wrote, or the item with its claim that a read or a refused renewal showed.
+  const base = visit.mirror as KeyItem;
+  const memo = memoOf(visit, base.memo);
   const state: KeyItem = {
     kind: 'key',
     memo,
     activity: { kind: 'claim', claim: next },
-    ended: carried(visit, base?.ended ?? [], now, tokenRoom(visit, memo)),
+    ended: carried(visit, base.ended, now, tokenRoom(visit, memo)),
   };
   const sent = write(
     { ...visit, situation: { kind: 'holding', claim: next, exchange, renewAt: now.mono, renewing: true, rewrites } },

@@ -744,8 +744,7 @@ function startExchange(before: Visit, now: Now, hedged: boolean): Step {
  * or a hold, or ask the IdP with what is left of the deadline (a hold read still out is not waited for).
  */
 function withoutTable(visit: Visit, now: Now): Step {
-  const running = runningOf(visit.situation);
-  if (running) return nothing({ ...visit, situation: { kind: 'asking', exchange: running } });
+  // Reached only before the visit asked the IdP: from 'reading', goAlone with no exchange, or consider's oversize path.
   const plan = decide(tableView(visit, false, now), visit.ask, now.epoch);
   switch (plan.act) {
     case 'answer':

@@ -751,11 +751,9 @@ function withoutTable(visit: Visit, now: Now): Step {
       return answerToken(visit, plan.entry, now);
     case 'fail':
       return answer(settled(visit), outcomeOf(visit, plan.failure, plan.cause, now), now);
-    default: {
-      const hold = heldNow(visit, now);
-      if (hold) return answer(settled(visit), outcomeOf(visit, hold.honoured, 'hold', now), now);
+    default:
+      // No hold is in force here: tableView holds every one heldNow() knows, and decide() never asks the IdP past one.
       return startExchange({ ...visit, refresh: plan.act === 'exchange' && plan.refresh }, now, true);
-    }
   }
 }
 

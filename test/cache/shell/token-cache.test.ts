@@ -2,14 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { Deadline, systemClock } from '../../../lambda/clock';
 import { cacheSettings } from '../../../lambda/cache/core/settings';
 import type { CacheReport } from '../../../lambda/cache/report';
-import { requestText } from '../../../lambda/cache/request-key';
+import { requestText, type SecretRequest } from '../../../lambda/cache/request-key';
 import { secretsManagerPepper } from '../../../lambda/cache/shell/pepper';
 import { requestItemKeys } from '../../../lambda/cache/shell/sealed-item';
 import { type Runtime, SharedTier } from '../../../lambda/cache/shell/shared-tier';
 import { dynamoDbTable, type Table } from '../../../lambda/cache/shell/table-calls';
 import { type CacheAsk, TokenCache } from '../../../lambda/cache/shell/token-cache';
 import { checkTokenUrl, parseAllowlist } from '../../../lambda/policy/token-url-policy';
-import type { TokenRequest } from '../../../lambda/request/token-request';
 import { exchangeToken } from '../../../lambda/upstream/exchange';
 import { destroyAgents } from '../../../lambda/upstream/guarded-agents';
 import { itemStates, PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
@@ -48,7 +47,7 @@ const after =
   (request, response) => {
     setTimeout(() => void script(request, response), ms);
   };
-const request = (): TokenRequest => ({
+const request = (): SecretRequest => ({
   clientId,
   clientSecret: 'token-cache-secret',
   accessTokenUrl: `${server.origin}/token`,

@@ -593,10 +593,9 @@ function claimWritten(visit: Visit, claim: ClaimFacts, exchange: Running | undef
   }
   const refused: Visit = { ...visit, refusals: visit.refusals + 1 };
   if (refused.refusals >= visit.settings.maxRefusals) return goAlone(refused, exchange, now);
-  const deciding: Visit = {
-    ...refused,
-    situation: exchange ? { kind: 'asking', exchange } : { kind: 'reading', hedgeAt: hedgeOf(visit, now) },
-  };
+  // A refusal answers the claim this visit has out ('claiming'): it decides again within that claim's hedge.
+  const { hedgeAt } = visit.situation as Extract<Situation, { kind: 'claiming' }>;
+  const deciding: Visit = { ...refused, situation: exchange ? { kind: 'asking', exchange } : { kind: 'reading', hedgeAt } };
   if (result.read) return consider(learn(deciding, result.read, now), result.read, now);
   return { visit: deciding, actions: [{ kind: 'read' }] };
 }
@@ -1064,11 +1063,6 @@ function runningOf(situation: Situation): Running | undefined {
     default:
       return undefined;
   }
-}
-
-function hedgeOf(visit: Visit, now: Now): MonoMs {
-  const { situation } = visit;
-  return situation.kind === 'claiming' || situation.kind === 'reading' ? situation.hedgeAt : monoMs(now.mono + visit.hedgeMs);
 }
 
 function leftOf(visit: Visit, now: Now): number {

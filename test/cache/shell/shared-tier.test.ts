@@ -4,8 +4,9 @@ import type { Remembered } from '../../../lambda/cache/core/rules';
 import { cacheSettings } from '../../../lambda/cache/core/settings';
 import { secretsManagerPepper } from '../../../lambda/cache/shell/pepper';
 import { type Runtime, type SharedAsk, SharedTier } from '../../../lambda/cache/shell/shared-tier';
-import { dynamoDbTable } from '../../../lambda/cache/shell/table-calls';
+import { dynamoDbTable, type Table } from '../../../lambda/cache/shell/table-calls';
 import { upstreamFailure } from '../../../lambda/errors';
+import { manualClock, settle } from '../../support/manual-clock';
 import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
 
 // The shared tier driven directly over dynalite and the Secrets Manager stand-in, for what a request
@@ -125,5 +126,81 @@ describe('the shared tier without its pepper', () => {
 
     expect((await table.scan()).length).toBe(before);
     expect(report).toMatchObject({ tableError: 'ResourceNotFoundException' });
+  });
+});
+
+describe("the shared tier's hedge", () => {
+  /**
+   * A tier keeping the IdP timings of one token URL, on a manual clock, over the table: while `slow`, each read takes
+   * 400 ms of the clock; once `stuck`, no read answers. The IdP takes 3.5 s once the table's reads are in.
+   */
+  async function timedTier() {
+    const clock = manualClock(Date.now());
+    const manual: Runtime = { ...clock, instance: 'i-hedge', id: () => randomBytes(9).toString('base64url') };
+    const dynamo = dynamoDbTable(table.tableName, SETTINGS.callLimitMs, manual);
+    let stuck = false;
+    let reading = 0;
+    const timedTable: Table = {
+      calls: (report) => {
+        const calls = dynamo.calls(report);
+        return {
+          get: async (itemKey) => {
+            if (stuck) return new Promise<never>(() => undefined);
+            clock.advance(400);
+            reading++;
+            return calls.get(itemKey).finally(() => reading--);
+          },
+          put: (itemKey, state, expected, rev) => calls.put(itemKey, state, expected, rev),
+        };
+      },
+    };
+    const pepper = secretsManagerPepper(PEPPER_SECRET, manual, SETTINGS.pepper);
+    const shared = new SharedTier({ table: timedTable, settings: { ...SETTINGS, memoryEntries: 1 }, pepper, runtime: manual });
+    await shared.holdOn([], Deadline.after(systemClock(), 2000), {});
+    const slowIdp = async () => {
+      while (reading > 0) await settle();
+      clock.advance(3500);
+      return TOKEN;
+    };
+    const sent = { hedged: 0 };
+    return {
+      clock,
+      sent,
+      /** A request to `tokenUrl` whose IdP takes 3.5 s. */
+      timed: (tokenUrl: string) => shared.fetch(ask({ tokenUrl, deadline: Deadline.after(manual, 5000), exchange: slowIdp })),
+      /** A request to `tokenUrl` whose table never answers: its exchange goes out when its hedge passes. */
+      hedged: (tokenUrl: string) => {
+        stuck = true;
+        const exchange = async () => {
+          sent.hedged++;
+          return TOKEN;
+        };
+        void shared.fetch(ask({ tokenUrl, deadline: Deadline.after(manual, 5000), arrivedAt: manual.epoch(), exchange }));
+      },
+    };
+  }
+
+  it('waits on a slow table as long as a slow IdP leaves room, and forgets the IdP of the token URL asked least recently past its bound', async () => {
+    // Prepare: reads of 400 ms (800 when two overlap) and an IdP of 3.5 s at A leave 625 ms of the deadline for the hedge.
+    // Past the bound the IdP at A is unknown again (taken to use half the deadline): the hedge is 2.5 reads, 1 to 1.25 s.
+    const remembering = await timedTier();
+    await remembering.timed('https://a.example/token');
+    const forgetting = await timedTier();
+    await forgetting.timed('https://a.example/token');
+    await forgetting.timed('https://b.example/token');
+
+    // Act
+    remembering.hedged('https://a.example/token');
+    forgetting.hedged('https://a.example/token');
+    await settle();
+    remembering.clock.advance(625);
+    forgetting.clock.advance(625);
+    await settle();
+    const at625 = [remembering.sent.hedged, forgetting.sent.hedged];
+    forgetting.clock.advance(625);
+    await settle();
+
+    // Assess
+    expect([at625, forgetting.sent.hedged]).toEqual([[1, 0], 1]);
   });
 });

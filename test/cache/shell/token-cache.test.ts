@@ -2,13 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { Deadline, systemClock } from '../../../lambda/clock';
 import { cacheSettings } from '../../../lambda/cache/core/settings';
 import type { CacheReport } from '../../../lambda/cache/report';
-import { requestText, type SecretRequest } from '../../../lambda/cache/request-key';
+import { clientHoldKey, requestText, type SecretRequest } from '../../../lambda/cache/request-key';
 import { secretsManagerPepper } from '../../../lambda/cache/shell/pepper';
-import { requestItemKeys } from '../../../lambda/cache/shell/sealed-item';
+import { holdItemKeys, requestItemKeys } from '../../../lambda/cache/shell/sealed-item';
 import { type Runtime, SharedTier } from '../../../lambda/cache/shell/shared-tier';
 import { dynamoDbTable, type Table } from '../../../lambda/cache/shell/table-calls';
 import { type CacheAsk, TokenCache } from '../../../lambda/cache/shell/token-cache';
 import { checkTokenUrl, parseAllowlist } from '../../../lambda/policy/token-url-policy';
+import type { TokenRequest } from '../../../lambda/request/token-request';
 import { exchangeToken } from '../../../lambda/upstream/exchange';
 import { destroyAgents } from '../../../lambda/upstream/guarded-agents';
 import { itemStates, PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
@@ -194,66 +195,126 @@ describe('TOKEN_CACHE=shared', () => {
     expect(server.received).toHaveLength(1);
   });
 
-  it('holds back an exchange about to go out when another request here met a hold on the key meanwhile', async () => {
-    // Prepare: a manual clock (no hedge passes unless moved) and the table, whose hold reads go out while `gated` is true
-    // and are answered once the test opens the gate.
+  /**
+   * A cache on a manual clock (no hedge or deadline passes unless the test moves it) over the table. While `gate.closed`,
+   * a read of an item other than the request's own is made at once, but its answer is held until the test opens the gate.
+   * Each write takes `gate.writeMs` of the clock.
+   */
+  async function gatedCache(tokenRequest: TokenRequest) {
     const clock = manualClock(wall);
-    const manual: Runtime = { ...clock, instance: 'i-token-cache-held', id: () => randomBytes(9).toString('base64url') };
+    const manual: Runtime = { ...clock, instance: 'i-token-cache-gated', id: () => randomBytes(9).toString('base64url') };
     const dynamo = dynamoDbTable(table.tableName, SETTINGS.callLimitMs, manual);
-    let gated = false;
+    const ownItem =
+      'clientSecret' in tokenRequest && tokenRequest.clientSecret !== undefined
+        ? requestItemKeys(table.pepper, tokenRequest.clientSecret, requestText(tokenRequest as SecretRequest, tokenRequest.accessTokenUrl))
+            .itemKey
+        : undefined;
     let open: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const held: string[] = [];
-    const puts: string[] = [];
+    const gate = {
+      closed: false,
+      held: 0,
+      writes: 0,
+      writeMs: 0,
+      opened: new Promise<void>((resolve) => (open = resolve)),
+      open: () => open(),
+    };
     const gatedTable: Table = {
       calls: (report) => {
         const calls = dynamo.calls(report);
         return {
           get: async (itemKey) => {
-            if (gated && itemKey !== keys.itemKey) {
-              held.push(itemKey);
-              await gate;
+            const holding = gate.closed && itemKey !== ownItem;
+            const item = await calls.get(itemKey);
+            if (holding) {
+              gate.held++;
+              await gate.opened;
             }
-            return calls.get(itemKey);
+            return item;
           },
-          put: (itemKey, state, expected, rev) => calls.put(itemKey, state, expected, rev).finally(() => puts.push(rev)),
+          put: (itemKey, state, expected, rev) => {
+            clock.advance(gate.writeMs);
+            return calls.put(itemKey, state, expected, rev).finally(() => gate.writes++);
+          },
         };
       },
     };
-    const shared = new SharedTier({
-      table: gatedTable,
-      settings: SETTINGS,
-      pepper: secretsManagerPepper(PEPPER_SECRET, manual, SETTINGS.pepper),
-      runtime: manual,
-    });
+    const pepper = secretsManagerPepper(PEPPER_SECRET, manual, SETTINGS.pepper);
+    const shared = new SharedTier({ table: gatedTable, settings: SETTINGS, pepper, runtime: manual });
     await shared.holdOn([], Deadline.after(systemClock(), 2000), {});
-    const cache = new TokenCache(shared, manual, SETTINGS);
-    const tokenRequest = request();
-    const keys = requestItemKeys(
-      table.pepper,
-      tokenRequest.clientSecret,
-      requestText(tokenRequest, new URL(tokenRequest.accessTokenUrl).href),
-    );
+    const target = checkTokenUrl(tokenRequest.accessTokenUrl, parseAllowlist(server.origin));
+    /** The request with `ms` left on the manual clock. */
     const on = (ms: number): CacheAsk => {
       const deadline = Deadline.after(manual, ms);
-      const target = checkTokenUrl(tokenRequest.accessTokenUrl, parseAllowlist(server.origin));
-      return { ...ask(ms), arrivedAt: manual.epoch(), deadline, exchange: () => exchangeToken(tokenRequest, target, deadline, {}) };
+      const exchange = () => exchangeToken(tokenRequest, target, deadline, {});
+      return { ...ask(ms), request: tokenRequest, tokenUrl: target.url.href, arrivedAt: manual.epoch(), deadline, exchange };
     };
+    return { cache: new TokenCache(shared, manual, SETTINGS), gate, on };
+  }
+
+  it('holds back an exchange about to go out when another request here met a hold on the key meanwhile', async () => {
+    // Prepare
+    const { cache, gate, on } = await gatedCache(request());
 
     // Act: a request with 1.5 s left claims the key and waits for its hold read; one with 5 s left goes on its own,
     // takes the claim over, and meets a 429 for the key alone.
-    gated = true;
+    gate.closed = true;
     const first = cache.resolve(on(1500));
-    while (held.length === 0 || puts.length === 0) await settle();
-    gated = false;
+    while (gate.held === 0 || gate.writes === 0) await settle();
+    gate.closed = false;
     server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '30' }));
     const second = cache.resolve(on(5000));
     await expect(second).rejects.toMatchObject({ code: 'upstream_throttled' });
-    open();
+    gate.open();
 
     // Assess: the first request, its hold read answered, sends nothing: it answers the hold met here.
     await expect(first).rejects.toMatchObject({ code: 'upstream_throttled' });
     expect(server.received).toHaveLength(1);
+  });
+
+  it("holds back a caller's private_key_jwt request when another one of its client met a 429 here while the table was read", async () => {
+    // Prepare: the table shows no hold when read; its answer comes only after the other request met the 429.
+    const assertion: TokenRequest = {
+      clientId,
+      clientAssertion: 'header.payload.signature',
+      accessTokenUrl: `${server.origin}/token`,
+      grantType: 'client_credentials',
+      authMethod: 'private_key_jwt',
+    };
+    const { cache, gate, on } = await gatedCache(assertion);
+    gate.closed = true;
+    const first = cache.resolve(on(5000));
+    while (gate.held < 2) await settle();
+    gate.closed = false;
+    server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '30' }));
+    await expect(cache.resolve(on(5000))).rejects.toMatchObject({ code: 'upstream_throttled', retryAfterSeconds: 30 });
+
+    // Act
+    gate.open();
+
+    // Assess: memory is asked again after the table's read: nothing is sent.
+    await expect(first).rejects.toMatchObject({ code: 'upstream_throttled', retryAfterSeconds: 30 });
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('tells a hold it was told of with the seconds left as the answer leaves, not as the hold was learnt', async () => {
+    // Prepare: the client is held 30 s in the table; the request claims the key before its hold read comes back.
+    const tokenRequest = request();
+    const { cache, gate, on } = await gatedCache(tokenRequest);
+    await table.plant(
+      holdItemKeys(table.pepper, clientHoldKey(clientId, tokenRequest.accessTokenUrl)),
+      itemStates(() => wall).hold(30_000),
+    );
+    gate.closed = true;
+    const held = cache.resolve(on(5000));
+    while (gate.held === 0 || gate.writes === 0) await settle();
+
+    // Act: the hold read comes back; publishing the hold to the key's waiters takes 2 s.
+    gate.writeMs = 2000;
+    gate.open();
+
+    // Assess
+    await expect(held).rejects.toMatchObject({ code: 'upstream_throttled', retryAfterSeconds: 28 });
+    expect(server.received).toHaveLength(0);
   });
 
   it('passes on a bug in the exchange, and the next request asks the IdP', async () => {

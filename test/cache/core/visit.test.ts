@@ -517,3 +517,79 @@ describe('after a pepper switch', () => {
     expect([claimMemo(epoch(-3_215_001)), claimMemo(epoch(-3_215_000))]).toEqual([stored(due), null]);
   });
 });
+
+describe("a waiter finds its holder's outcome", () => {
+  /** Waiting on `other`'s claim, read at 0: its next poll is due at 102. */
+  const waitingOn = (parts: Partial<VisitAsk> = {}) => run(start(parts), [read(claimed(), 0), 2], [tick(102), 102]);
+  const unkeepable = (receivedMs: number, by = 'there'): Entry => ({ ...token('short', -receivedMs, { by, expiresIn: 20 }) });
+
+  it('a token that cannot be kept, received while it waited: its answer, through the table', () => {
+    const short = unkeepable(100);
+    const { actions } = run(waitingOn(), [read(item({ ended: [answeredBy('other', 100, stored(short))] }), 150), 152]);
+
+    expect(answerOf(actions)).toEqual({ kind: 'token', entry: short, from: 'table', runningAt: short.receivedAt });
+  });
+
+  it('no token when its holder could not share it, nor one received before this request came: it asks on', () => {
+    const unshared = run(waitingOn(), [read(item({ ended: [answeredBy('other', 100, 'unshared')] }), 150), 152]);
+    const before = run(waitingOn({ arrivedAt: epoch(50) }), [
+      read(item({ ended: [answeredBy('other', 10, stored(unkeepable(10)))] }), 150),
+      152,
+    ]);
+
+    expect([kinds(unshared.actions), kinds(before.actions)]).toEqual([['write:claim'], ['write:claim']]);
+  });
+
+  it('a failure still in force: its answer; one whose time is over: no answer', () => {
+    const failed = (untilMs: number) => item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', untilMs) })] });
+    const inForce = run(waitingOn(), [read(failed(1000), 150), 152]);
+    const over = run(waitingOn(), [read(failed(100), 150), 152]);
+
+    expect(answerOf(inForce.actions)).toMatchObject({ kind: 'failure', failure: failure('upstream_error', 1000), cause: 'exchange' });
+    expect(answerOf(over.actions)).toBeUndefined();
+  });
+
+  it('for a no-cache request, no failure of an exchange it never saw running after it came, and no token older than 5 s', () => {
+    const failed = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', 1000) })] });
+    const old = token('old', 6000, { by: 'there' });
+    const oldToken = item({ memo: memo({ kept: stored(old) }), ended: [answeredBy('other', -6000)] });
+
+    expect(answerOf(run(waitingOn({ noCache: true }), [read(failed, 150), 152]).actions)).toBeUndefined();
+    expect(answerOf(run(waitingOn({ noCache: true }), [read(oldToken, 150), 152]).actions)).toBeUndefined();
+  });
+
+  it('a timeout it outlasts (published since its last look, with more than a fifth of its deadline left): no answer, it asks itself', () => {
+    const timedOut = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_timeout', 1000) })] });
+    const { visit, actions } = run(waitingOn(), [read(timedOut, 150), 152]);
+
+    expect(answerOf(actions)).toBeUndefined();
+    expect(kinds(actions)).toEqual(['write:claim']);
+    expect(visit.outlasts).toEqual(['other']);
+  });
+});
+
+describe('a waiter whose look fails', () => {
+  it('asks the IdP meanwhile and polls on; its own failure waits for the holder, whose token then answers', () => {
+    const waiting = run(start(), [read(claimed(), 0), 2], [tick(102), 102]);
+    const asked = run(waiting, [READ_FAILED, 104]);
+    const failed = run(asked, [gotFailure(failure('upstream_error', 1200)), 200]);
+    const theirs = token('theirs', -250, { by: 'there' });
+    const { actions } = run(
+      failed,
+      [tick(failed.visit.situation.kind === 'waiting' ? (failed.visit.situation.pollAt ?? 0) : 0), 300],
+      [read(item({ memo: memo({ kept: stored(theirs) }), ended: [answeredBy('other', 250)] }), 300), 302],
+    );
+
+    expect(kinds(asked.actions)).toEqual(['exchange']);
+    expect(kinds(failed.actions)).toEqual(['met']);
+    expect(answerOf(actions)).toEqual({ kind: 'token', entry: theirs, from: 'table', runningAt: theirs.receivedAt });
+  });
+
+  it('answers a timeout of its own at its deadline, with no claim to release', () => {
+    const { visit, actions } = run(start({ deadline: monoMs(1000) }), [read(claimed({ leftMs: 900 }), 0), 2], [tick(1000), 1000]);
+
+    expect(kinds(actions)).toEqual(['answer']);
+    expect(answerOf(actions)).toMatchObject({ kind: 'failure', cause: 'deadline' });
+    expect(visitOver(visit)).toBe(true);
+  });
+});

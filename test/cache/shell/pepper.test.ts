@@ -102,6 +102,7 @@ describe('pepperSource', () => {
   it('dates its switch to a rotated pepper when it first hands the new one out: never before, and not for the same value read again', async () => {
     // Prepare: pepper A in use; the refresh at 30 s brings A again, the next at 60 s brings B.
     const { clock, get, nth, switchedAt } = source();
+    const unused = switchedAt();
     await (await nth(0)).answer(PEPPER_A);
     await get();
     clock.advance(30_000);
@@ -119,7 +120,7 @@ describe('pepperSource', () => {
     const used = text(await get());
 
     // Assess
-    expect([unswitched, beforeUse, used, switchedAt()]).toEqual([0, 0, PEPPER_B, clock.epoch()]);
+    expect([unused, unswitched, beforeUse, used, switchedAt()]).toEqual([0, 0, 0, PEPPER_B, clock.epoch()]);
   });
 
   it('never uses a pepper 60 s old: a request waits for a new one', async () => {

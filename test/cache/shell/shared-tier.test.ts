@@ -5,6 +5,7 @@ import { cacheSettings } from '../../../lambda/cache/core/settings';
 import { secretsManagerPepper } from '../../../lambda/cache/shell/pepper';
 import { type Runtime, type SharedAsk, SharedTier } from '../../../lambda/cache/shell/shared-tier';
 import { dynamoDbTable, type Table } from '../../../lambda/cache/shell/table-calls';
+import type { CacheReport } from '../../../lambda/cache/report';
 import { upstreamFailure } from '../../../lambda/errors';
 import { manualClock, settle } from '../../support/manual-clock';
 import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
@@ -70,6 +71,33 @@ async function loaded(pepperSecret?: string): Promise<SharedTier> {
 }
 
 describe('the shared tier with its table', () => {
+  it("refreshes a token of this instance's own due for it, as the claim's holder, and says so", async () => {
+    const shared = await loaded();
+    const due = {
+      token: TOKEN,
+      receivedAt: epochMs(runtime.epoch() - 3_215_000),
+      receivedBy: runtime.instance,
+      copy: false,
+      after: epochMs(0),
+    };
+    const report: CacheReport = {};
+
+    const outcome = await shared.fetch(ask({ memory: { ...NOTHING, entry: due }, report }));
+
+    expect(outcome).toMatchObject({ kind: 'token', from: 'idp' });
+    expect([asked, report.refresh]).toEqual([1, 'ahead']);
+  });
+
+  it('answers at its deadline while its exchange runs on, which still ends and is published', async () => {
+    let answered: () => void = () => undefined;
+    const slow = () => new Promise<typeof TOKEN>((resolve) => (answered = () => resolve(TOKEN)));
+
+    const outcome = await (await loaded()).fetch(ask({ deadline: Deadline.after(runtime, 300), exchange: slow }));
+    answered();
+
+    expect(outcome).toMatchObject({ kind: 'failure', cause: 'deadline', failure: { code: 'upstream_timeout' } });
+  });
+
   it('sends no exchange that a hold learnt meanwhile on this instance forbids: the hold is the outcome', async () => {
     // Prepare: the table says nothing of the key; this instance has just been asked to wait.
     const shared = await loaded();
@@ -115,6 +143,38 @@ describe('the shared tier without its pepper', () => {
       { kind: 'failure', failure: { code: 'upstream_timeout' }, cause: 'deadline' },
       { kind: 'failure', failure: { code: 'upstream_timeout' }, cause: 'exchange' },
     ]);
+  });
+
+  it('does what memory says: answers its fresh token, or its failure in force, without the IdP', async () => {
+    const shared = await loaded('no-such-secret');
+    const fresh = { token: TOKEN, receivedAt: runtime.epoch(), receivedBy: runtime.instance, copy: false, after: epochMs(0) };
+    const failure: Remembered = { code: 'upstream_error', until: epochMs(runtime.epoch() + 1000) };
+
+    const answered = await shared.fetch(ask({ memory: { ...NOTHING, entry: fresh } }));
+    const failed = await shared.fetch(ask({ memory: { ...NOTHING, failure } }));
+
+    expect([answered, failed]).toMatchObject([
+      { kind: 'token', entry: fresh, from: 'memory' },
+      { kind: 'failure', failure, cause: 'failure', rejection: 'unknown' },
+    ]);
+    expect(asked).toBe(0);
+  });
+
+  it('refreshes a token due for it from the IdP, and says so', async () => {
+    const shared = await loaded('no-such-secret');
+    const due = {
+      token: TOKEN,
+      receivedAt: epochMs(runtime.epoch() - 3_215_000),
+      receivedBy: runtime.instance,
+      copy: false,
+      after: epochMs(0),
+    };
+    const report: CacheReport = {};
+
+    const outcome = await shared.fetch(ask({ memory: { ...NOTHING, entry: due }, report }));
+
+    expect(outcome).toMatchObject({ kind: 'token', from: 'idp', entry: { token: TOKEN, receivedBy: runtime.instance } });
+    expect([asked, report.refresh]).toEqual([1, 'ahead']);
   });
 
   it('writes no hold, and says why', async () => {

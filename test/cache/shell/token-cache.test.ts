@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Deadline, systemClock } from '../../../lambda/clock';
+import { Deadline, epochMs, systemClock } from '../../../lambda/clock';
 import { cacheSettings } from '../../../lambda/cache/core/settings';
 import type { CacheReport } from '../../../lambda/cache/report';
 import { clientHoldKey, requestText, type SecretRequest } from '../../../lambda/cache/request-key';
@@ -116,6 +116,34 @@ describe('TOKEN_CACHE=memory', () => {
     expect((await first).header).toBe('miss');
     expect(server.received).toHaveLength(1);
     expect(second.report.tier).toBe('miss');
+  });
+});
+
+describe('TOKEN_CACHE=memory, a request that shares a fetch', () => {
+  it('asks again when the fetch brought a token that cannot be kept, received before it came', async () => {
+    // Prepare: the IdP answers in 300 ms with a 20 s token; the second request is dated after that answer.
+    server.answer(after(300, json(200, { ...DEMO_TOKEN, expires_in: 20 })));
+    const cache = new TokenCache(undefined, runtime, SETTINGS);
+    const first = cache.resolve(ask());
+
+    // Act
+    const later = await cache.resolve(ask(5000, { arrivedAt: epochMs(wall + 1000) }));
+
+    // Assess
+    expect([(await first).header, later.header]).toEqual(['miss', 'miss']);
+    expect(server.received).toHaveLength(2);
+  });
+
+  it("gives a no-cache request the fetch's failure, which no request remembered before it came", async () => {
+    server.answer(after(300, json(500, { error: 'server_error' })));
+    const cache = new TokenCache(undefined, runtime, SETTINGS);
+    const first = cache.resolve(ask());
+
+    const noCache = cache.resolve(ask(5000, { noCache: true }));
+
+    await expect(noCache).rejects.toMatchObject({ code: 'upstream_error' });
+    await expect(first).rejects.toMatchObject({ code: 'upstream_error' });
+    expect(server.received).toHaveLength(1);
   });
 });
 
@@ -314,6 +342,38 @@ describe('TOKEN_CACHE=shared', () => {
 
     // Assess
     await expect(held).rejects.toMatchObject({ code: 'upstream_throttled', retryAfterSeconds: 28 });
+    expect(server.received).toHaveLength(0);
+  });
+
+  it("gives a request that shares a fetch the table's token as the table's", async () => {
+    // Prepare: the fleet keeps a token of the key.
+    const tokenRequest = request();
+    const keys = requestItemKeys(table.pepper, tokenRequest.clientSecret, requestText(tokenRequest, tokenRequest.accessTokenUrl));
+    const fleets = { ...DEMO_TOKEN, access_token: 'the-fleets' };
+    await table.plant(
+      keys,
+      itemStates(() => wall).kept({
+        token: fleets,
+        receivedAt: epochMs(wall - 1000),
+        receivedBy: 'planted',
+        copy: true,
+        after: epochMs(0),
+      }),
+    );
+    const cache = await sharedCache();
+
+    // Act: the second request comes while the first one's look in the table runs.
+    const first = cache.resolve(ask());
+    const sharing = ask();
+    const second = await cache.resolve(sharing);
+
+    // Assess
+    expect([(await first).token.access_token, second.token.access_token, second.header, sharing.report.tier]).toEqual([
+      'the-fleets',
+      'the-fleets',
+      'hit',
+      'shared',
+    ]);
     expect(server.received).toHaveLength(0);
   });
 

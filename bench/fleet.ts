@@ -41,7 +41,11 @@ function fleetOf(bench: Bench, idp: Awaited<ReturnType<typeof startTokenServer>>
       const logs = lambda.powertoolsObservability(config.logLevel);
       const record: Observability.Observability['record'] = (entry, context) => (state.records.push(entry), logs.record(entry, context));
       // The fleet's wall clock, moved by `state.shift`; its timers and deadlines are the system's.
-      const clock = { epoch: () => Date.now() + state.shift, mono: () => performance.now(), sleep: (ms: number, signal?: AbortSignal) => sleep(Math.max(0, ms), undefined, { signal }) };
+      const clock = {
+        epoch: () => Date.now() + state.shift,
+        mono: () => performance.now(),
+        sleep: (ms: number, signal?: AbortSignal) => sleep(Math.max(0, ms), undefined, { signal }),
+      };
       return lambda.createHandler(config, { record }, clock as unknown as Parameters<typeof lambda.createHandler>[2]);
     });
   /** Instances in processes of their own, as Lambda runs them, from the sources; their log records join `state.records`. */

@@ -22,7 +22,14 @@ const keyNames = (prefix: string, count: number): string[] => Array.from({ lengt
 const sum = (values: number[]): number => values.reduce((total, value) => total + value, 0);
 /** The first age (to 100 ms) at which a token of `expiresIn` seconds is in one of `phases`, as lambda/cache/lifetime.ts has it. */
 function ageAt(expiresIn: number, phases: Phase[]): { ms: number; phase: Phase } {
-  const entry = { token: { access_token: BENCH_TOKEN, expires_in: expiresIn }, receivedAt: epochMs(0), receivedBy: 'bench', copy: false };
+  const entry = {
+    token: { access_token: BENCH_TOKEN, expires_in: expiresIn },
+    receivedAt: epochMs(0),
+    receivedBy: 'bench',
+    copy: false,
+    after: epochMs(0),
+    noCache: false,
+  };
   for (let age = 0; ; age += 100)
     if (phases.includes(phaseOf(entry, epochMs(age)))) return { ms: age, phase: phaseOf(entry, epochMs(age)) };
 }

@@ -20,9 +20,12 @@ const bundle = process.argv[2];
 // bundle logs as deployed, to this process's stdout.
 const handle: Handler.TokenHandler =
   bundle === undefined
-    ? (load('../lambda/handler') as typeof Handler).createHandler((load('../lambda/config') as typeof Config).loadConfigAtStart(process.env), {
-        record: (record) => process.send?.({ record }),
-      })
+    ? (load('../lambda/handler') as typeof Handler).createHandler(
+        (load('../lambda/config') as typeof Config).loadConfigAtStart(process.env),
+        {
+          record: (record) => process.send?.({ record }),
+        },
+      )
     : (load(bundle) as typeof Handler).handler;
 
 process.on('message', (message: Invocation) => {

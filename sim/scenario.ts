@@ -102,7 +102,12 @@ export function scenario(seed: number, requests: number, random: () => number): 
     instances,
     skewsMs: Array.from({ length: instances }, () => (inStep ? 0 : Math.round((random() - 0.5) * 5000))),
     keys,
-    idp: idpPhases(episodes, upstreamTimeoutMs, { kind: 'token', expiresIn: lifetime, ...(bytes ? { bytes } : {}), ...(chance(0.2) ? { extExpiresIn: lifetime } : {}) }, random),
+    idp: idpPhases(
+      episodes,
+      upstreamTimeoutMs,
+      { kind: 'token', expiresIn: lifetime, ...(bytes ? { bytes } : {}), ...(chance(0.2) ? { extExpiresIn: lifetime } : {}) },
+      random,
+    ),
     table: tablePhases(durationMs, instances, keys, random),
     ttlLagMs: pick([0, 1000, 60_000, 3_600_000, 48 * 3_600_000]),
     pepper: chance(0.1) ? [pepperTrouble(durationMs, instances, random)] : [],
@@ -121,7 +126,14 @@ function keysOf(random: () => number, chance: (p: number) => boolean): ScenarioK
   const keys: ScenarioKey[] = [];
   for (const client of clients) {
     const tokenUrl = tokenUrls[Math.floor(random() * tokenUrls.length)] as string;
-    const key = (id: string, scope: string, kind: ScenarioKey['kind'], secret: string, authentic: boolean, credential?: string): ScenarioKey => ({
+    const key = (
+      id: string,
+      scope: string,
+      kind: ScenarioKey['kind'],
+      secret: string,
+      authentic: boolean,
+      credential?: string,
+    ): ScenarioKey => ({
       id: `${client}/${id}`,
       client,
       tokenUrl,
@@ -171,7 +183,12 @@ function times(durationMs: number, count: number, random: () => number): number[
  * throttling, errors, hangs), and sometimes a story told over the spells: a rejection and then an
  * outage, an outage through the tokens' expiry, a throttle and its end.
  */
-function idpPhases(episodes: readonly { from: number; to: number }[], timeoutMs: number, token: IdpAnswer, random: () => number): IdpPhase[] {
+function idpPhases(
+  episodes: readonly { from: number; to: number }[],
+  timeoutMs: number,
+  token: IdpAnswer,
+  random: () => number,
+): IdpPhase[] {
   const healthy = (from: number): IdpPhase => ({ from, minMs: 5, maxMs: 50, answer: token });
   const phases: IdpPhase[] = [healthy(0)];
   const trouble = (from: number): IdpPhase => {
@@ -225,7 +242,12 @@ function tablePhases(durationMs: number, instances: number, keys: readonly Scena
                 : { kind: 'retried' };
     const scope = random();
     const key = keys[Math.floor(random() * keys.length)] as ScenarioKey;
-    const where = scope < 0.25 ? { instance: `i${Math.floor(random() * instances)}` } : scope < 0.4 ? { item: random() < 0.5 ? key.id : `hold:${key.client}` } : {};
+    const where =
+      scope < 0.25
+        ? { instance: `i${Math.floor(random() * instances)}` }
+        : scope < 0.4
+          ? { item: random() < 0.5 ? key.id : `hold:${key.client}` }
+          : {};
     phases.push({ from: at, behaviour, ...where }, { from: at + 200 + random() * 3000, behaviour: normal, ...where });
   }
   return phases.sort((a, b) => a.from - b.from);
@@ -256,7 +278,8 @@ export function tableBehaviourAt(phases: readonly TablePhase[], at: number, inst
   for (const phase of phases) {
     if (phase.from > at) break;
     const slot = instance.split('.')[0];
-    if ((phase.instance === undefined || phase.instance === slot) && (phase.item === undefined || phase.item === item)) current = phase.behaviour;
+    if ((phase.instance === undefined || phase.instance === slot) && (phase.item === undefined || phase.item === item))
+      current = phase.behaviour;
   }
   return current;
 }

@@ -40,7 +40,7 @@ export async function shrink(plan: Scenario, rule: string, maxRuns = 400): Promi
     let chunk = Math.max(1, Math.floor((get(current).length - kept) / 2));
     while (chunk >= 1 && runs < maxRuns) {
       let removed = false;
-      for (let start = kept; start < get(current).length && runs < maxRuns; ) {
+      for (let start = kept; start < get(current).length && runs < maxRuns;) {
         const items = get(current);
         const candidate = set(current, [...items.slice(0, start), ...items.slice(start + chunk)]);
         if (await fails(candidate)) {

@@ -60,7 +60,10 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
   const settings = cacheSettings(plan.upstreamTimeoutMs);
   const eras = [0, ...plan.rotations];
   const pepperOf = (era: number) => Buffer.from(`simulated-pepper-${seed}-${era}-0123456789abcdefghij`);
-  const names = itemNames(plan, eras.map((_, era) => pepperOf(era)));
+  const names = itemNames(
+    plan,
+    eras.map((_, era) => pepperOf(era)),
+  );
   const table = new SimTable(
     world,
     prng(seed ^ 0x5eed),
@@ -85,9 +88,16 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
     const runtime = world.runtime(owner, skewMs, prng(seed ^ (0x1000 + serial++)));
     const read = (deadline: Deadline): Promise<string> =>
       new Promise((resolve, reject) => {
-        const record = { instance: owner.name, sentAt: world.now, answeredAt: undefined as number | undefined, fault: 'none' as PepperRead['fault'] };
+        const record = {
+          instance: owner.name,
+          sentAt: world.now,
+          answeredAt: undefined as number | undefined,
+          fault: 'none' as PepperRead['fault'],
+        };
         pepperReads.push(record);
-        const trouble = plan.pepper.find((phase) => phase.from <= world.now && world.now < phase.to && (phase.instance === undefined || phase.instance === slot));
+        const trouble = plan.pepper.find(
+          (phase) => phase.from <= world.now && world.now < phase.to && (phase.instance === undefined || phase.instance === slot),
+        );
         if (trouble) record.fault = trouble.fault;
         if (trouble?.fault === 'hang') return void deadline.whenPassed(() => reject(Object.assign(new Error(), { name: 'TimeoutError' })));
         const era = eras.filter((at) => at <= world.now).length - 1;
@@ -112,7 +122,8 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
   const asked: Asked[] = [];
   const answers: Answer[] = [];
   const limit = traffic.kind === 'random' ? traffic.requests : traffic.arrivals.length;
-  const episodeAt = (at: number) => (traffic.kind === 'random' ? traffic.episodes.find((episode) => episode.from <= at && at < episode.to) : undefined);
+  const episodeAt = (at: number) =>
+    traffic.kind === 'random' ? traffic.episodes.find((episode) => episode.from <= at && at < episode.to) : undefined;
 
   /** A caller's next request to a Lambda-shaped instance, some time after its last answer, within a spell of traffic. */
   const next = (slot: number) => {
@@ -128,7 +139,9 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
       return;
     }
     if (!chosen && asked.length >= limit) return;
-    const key = chosen ? (plan.keys.find((candidate) => candidate.id === chosen.key) as ScenarioKey) : (plan.keys[Math.floor(random() * plan.keys.length)] as ScenarioKey);
+    const key = chosen
+      ? (plan.keys.find((candidate) => candidate.id === chosen.key) as ScenarioKey)
+      : (plan.keys[Math.floor(random() * plan.keys.length)] as ScenarioKey);
     const noCache = chosen ? chosen.noCache === true : traffic.kind === 'random' && random() < traffic.noCacheShare;
     const { owner, cache, runtime } = instance;
     if (instance.busy === 0 && owner.frozen) world.thaw(owner);
@@ -141,7 +154,9 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
       if (owner.dead) return;
       instance.busy--;
       answers.push({ request: id, answeredAt: world.now, ...answer });
-      note(`${owner.name} -> #${id} ${key.id} ${answer.status}${answer.header ? ` ${answer.header}` : ''}${answer.code ? ` ${answer.code}` : ''}${answer.token ? ` ${answer.token.slice(0, 12)}` : ''}${answer.retryAfter ? ` retry-after ${answer.retryAfter}` : ''} (${(world.now - (asked[id] as Asked).arrivedAt).toFixed(1)} ms)`);
+      note(
+        `${owner.name} -> #${id} ${key.id} ${answer.status}${answer.header ? ` ${answer.header}` : ''}${answer.code ? ` ${answer.code}` : ''}${answer.token ? ` ${answer.token.slice(0, 12)}` : ''}${answer.retryAfter ? ` retry-after ${answer.retryAfter}` : ''} (${(world.now - (asked[id] as Asked).arrivedAt).toFixed(1)} ms)`,
+      );
       if (plan.mode === 'lambda') {
         owner.frozen = true;
         const queued = instance.queue.shift();
@@ -196,7 +211,8 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
     const total = spans.reduce((a, b) => a + b, 0);
     for (let index = 0; index < limit; index++) {
       let offset = random() * total;
-      const episode = traffic.episodes.find((_, at) => (offset -= spans[at] as number) < 0) ?? (traffic.episodes[0] as { from: number; to: number });
+      const episode =
+        traffic.episodes.find((_, at) => (offset -= spans[at] as number) < 0) ?? (traffic.episodes[0] as { from: number; to: number });
       const at = episode.from + random() * (episode.to - episode.from);
       const slot = Math.floor(random() * plan.instances);
       world.schedule(at, undefined, () => send(slot));
@@ -212,7 +228,10 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
       note(`${dying.owner.name} dies with ${dying.busy} request(s) under way`);
       const successor = start(slot);
       successor.queue.push(...dying.queue);
-      if (plan.mode === 'lambda') world.schedule(world.now + 100, undefined, () => (successor.queue.length > 0 ? (successor.queue.shift() as () => void)() : next(slot)));
+      if (plan.mode === 'lambda')
+        world.schedule(world.now + 100, undefined, () =>
+          successor.queue.length > 0 ? (successor.queue.shift() as () => void)() : next(slot),
+        );
     });
   }
   const tamperings: Tampering[] = [];

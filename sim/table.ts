@@ -88,15 +88,31 @@ export class SimTable {
           return stored(item);
         }),
       put: (itemKey, state, condition, rev) =>
-        this.call<Written>(owner, report, itemKey, 'put', () => {
-          const written = this.put(itemKey, state, condition, rev);
-          this.trace(`${owner.name} ${'rev' in written ? 'wrote' : 'refused'} ${this.nameOf(itemKey)}: ${this.describe(itemKey, this.items.get(itemKey))}`);
-          return written;
-        }, state),
+        this.call<Written>(
+          owner,
+          report,
+          itemKey,
+          'put',
+          () => {
+            const written = this.put(itemKey, state, condition, rev);
+            this.trace(
+              `${owner.name} ${'rev' in written ? 'wrote' : 'refused'} ${this.nameOf(itemKey)}: ${this.describe(itemKey, this.items.get(itemKey))}`,
+            );
+            return written;
+          },
+          state,
+        ),
     };
   }
 
-  private call<T>(owner: Owner, report: CacheReport, pk: string, op: 'get' | 'put', effect: () => T, state?: SealedState): Promise<T | Failed> {
+  private call<T>(
+    owner: Owner,
+    report: CacheReport,
+    pk: string,
+    op: 'get' | 'put',
+    effect: () => T,
+    state?: SealedState,
+  ): Promise<T | Failed> {
     let behaviour = this.behaviour(this.world.now, owner.name, pk);
     if (behaviour.kind === 'retried' && op === 'get') behaviour = { kind: 'normal', minMs: 1, maxMs: 12 };
     const sentAt = this.world.now;
@@ -122,7 +138,8 @@ export class SimTable {
       const apply = (): T => {
         const before = this.writes.get(pk);
         const value = effect();
-        if (op === 'put' && this.writes.get(pk) !== before && value && typeof value === 'object' && 'rev' in value) record.landedAt = this.world.now;
+        if (op === 'put' && this.writes.get(pk) !== before && value && typeof value === 'object' && 'rev' in value)
+          record.landedAt = this.world.now;
         return value;
       };
       const limit = this.world.schedule(sentAt + this.callLimitMs, owner, () => answer(FAILED, 'TimeoutError'));

@@ -19,7 +19,12 @@ afterAll(async () => {
 });
 
 const ring = (endpoint: string) =>
-  kmsKeyRing(systemClock(), { AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', AWS_ENDPOINT_URL_KMS: endpoint });
+  kmsKeyRing(systemClock(), {
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_ENDPOINT_URL_KMS: endpoint,
+  });
 const refusal = (work: Promise<unknown>) =>
   work.then(
     () => 'answered',

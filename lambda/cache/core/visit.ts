@@ -380,7 +380,8 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
       if (visit.asked) {
         const running = runningOf(decided.situation);
         if (running) return nothing({ ...decided, situation: { kind: 'asking', exchange: running } });
-        return answer(settled(decided), visit.fallback ?? deadlineOutcome(visit, now), now);
+        // Ended, it left this visit deciding only when it failed while the visit waited: that failure is the fallback.
+        return answer(settled(decided), visit.fallback as FailureOutcome, now);
       }
       // A token too large to share goes to no waiter: each instance asks the IdP for its own, once the holds are read.
       if (visit.oversize) {
@@ -603,10 +604,9 @@ function claimWritten(visit: Visit, claim: ClaimFacts, exchange: Running | undef
   }
   const refused: Visit = { ...visit, refusals: visit.refusals + 1 };
   if (refused.refusals >= visit.settings.maxRefusals) return goAlone(refused, exchange, now);
-  const deciding: Visit = {
-    ...refused,
-    situation: exchange ? { kind: 'asking', exchange } : { kind: 'reading', hedgeAt: hedgeOf(visit, now) },
-  };
+  // A refusal answers the claim this visit has out ('claiming'): it decides again within that claim's hedge.
+  const { hedgeAt } = visit.situation as Extract<Situation, { kind: 'claiming' }>;
+  const deciding: Visit = { ...refused, situation: exchange ? { kind: 'asking', exchange } : { kind: 'reading', hedgeAt } };
   return consider(learn(deciding, result.read, now), result.read, now);
 }
 
@@ -638,13 +638,14 @@ function renewLater(visit: Visit, claim: ClaimFacts, exchange: Running, now: Now
 
 function renew(visit: Visit, claim: ClaimFacts, exchange: Running, rewrites: number, now: Now): Step {
   const next = renewal(visit, claim, exchange, now);
-  const base = visit.mirror;
-  const memo = memoOf(visit, base?.memo ?? EMPTY_MEMO);
+  // A holder knows its item: the claim it wrote, or the item with its claim that a read or a refused renewal showed.
+  const base = visit.mirror as KeyItem;
+  const memo = memoOf(visit, base.memo);
   const state: KeyItem = {
     kind: 'key',
     memo,
     activity: { kind: 'claim', claim: next },
-    ended: carried(visit, base?.ended ?? [], now, tokenRoom(visit, memo)),
+    ended: carried(visit, base.ended, now, tokenRoom(visit, memo)),
   };
   const sent = write(
     { ...visit, situation: { kind: 'holding', claim: next, exchange, renewAt: now.mono, renewing: true, rewrites } },
@@ -717,8 +718,7 @@ function nextPoll(visit: Visit, now: Now): MonoMs {
 
 /** Ask the IdP from where the visit is: as the holder of its claim, or without one. */
 function startExchange(before: Visit, now: Now, hedged: boolean): Step {
-  // A request that already had its own answer from the IdP answers with it, never asks twice.
-  if (before.asked) return answer(settled(before), before.fallback ?? deadlineOutcome(before, now), now);
+  // Never a second time: its callers reach it only with no exchange asked (consider and readFailed check `asked` first).
   const visit: Visit = { ...before, asked: true };
   const exchange: Running = { since: now.mono, after: visit.rejection.at };
   const { situation } = visit;
@@ -752,19 +752,16 @@ function startExchange(before: Visit, now: Now, hedged: boolean): Step {
  * or a hold, or ask the IdP with what is left of the deadline (a hold read still out is not waited for).
  */
 function withoutTable(visit: Visit, now: Now): Step {
-  const running = runningOf(visit.situation);
-  if (running) return nothing({ ...visit, situation: { kind: 'asking', exchange: running } });
+  // Reached only before the visit asked the IdP: from 'reading', goAlone with no exchange, or consider's oversize path.
   const plan = decide(tableView(visit, false, now), visit.ask, now.epoch);
   switch (plan.act) {
     case 'answer':
       return answerToken(visit, plan.entry, now);
     case 'fail':
       return answer(settled(visit), outcomeOf(visit, plan.failure, plan.cause, now), now);
-    default: {
-      const hold = heldNow(visit, now);
-      if (hold) return answer(settled(visit), outcomeOf(visit, hold.honoured, 'hold', now), now);
+    default:
+      // No hold is in force here: tableView holds every one heldNow() knows, and decide() never asks the IdP past one.
       return startExchange({ ...visit, refresh: plan.act === 'exchange' && plan.refresh }, now, true);
-    }
   }
 }
 
@@ -1074,11 +1071,6 @@ function runningOf(situation: Situation): Running | undefined {
     default:
       return undefined;
   }
-}
-
-function hedgeOf(visit: Visit, now: Now): MonoMs {
-  const { situation } = visit;
-  return situation.kind === 'claiming' || situation.kind === 'reading' ? situation.hedgeAt : monoMs(now.mono + visit.hedgeMs);
 }
 
 function leftOf(visit: Visit, now: Now): number {

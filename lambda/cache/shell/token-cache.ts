@@ -183,7 +183,8 @@ export class TokenCache {
   private start(key: string, slot: Slot, refresh: boolean, ask: CacheAsk, request: CacheableRequest): Promise<Outcome> {
     const now = this.runtime.epoch();
     const holdKeys = holdKeysOf(request, ask.tokenUrl);
-    let lookDone = (): void => undefined;
+    // Assigned at once: a promise's executor runs before the constructor returns.
+    let lookDone!: () => void;
     const looking = new Promise<void>((resolve) => (lookDone = resolve));
     const looked = (seen: Entry | undefined, rejection: Rejection): void => {
       this.memory.looked(key, slot, seen, rejection);

@@ -12,19 +12,27 @@ import {
   storedOf,
   usefulUntil,
 } from '../../../lambda/cache/core/item';
-import type { Entry } from '../../../lambda/cache/core/lifetime';
+import { CLOCK_TOLERANCE_MS, type Entry } from '../../../lambda/cache/core/lifetime';
 
 // What a table item holds and how long it is of use. T0 is when its token arrived; at(ms) is ms from it.
 
 const T0 = 1_800_000_000_000;
 const at = (ms: number) => epochMs(T0 + ms);
 const FLOOR = 86_400_000;
-const stored: StoredToken = { token: { access_token: 'at', expires_in: 3600 }, receivedAt: at(0), by: 'receiver' };
+const stored: StoredToken = {
+  token: { access_token: 'at', expires_in: 3600 },
+  receivedAt: at(0),
+  by: 'receiver',
+  after: at(0),
+  noCache: false,
+};
 const entry = (receivedMs: number, expiresIn = 3600): Entry => ({
   token: { access_token: `t${receivedMs}`, expires_in: expiresIn },
   receivedAt: at(receivedMs),
   receivedBy: 'receiver',
   copy: true,
+  after: epochMs(0),
+  noCache: false,
 });
 const claim: ClaimFacts = { holder: 'h', beat: 2, leftMs: 4000, runMs: 500, claimedAt: at(0), lineage: [], echoes: [] };
 const key = (memo: Partial<KeyMemo>, parts: Partial<Extract<ItemState, { kind: 'key' }>> = {}): ItemState => ({
@@ -47,8 +55,10 @@ const answered = (untilMs: number): Ended => ({
 
 describe('entryOf and storedOf', () => {
   it("holds an item's token as a copy, dated by its receiver, unless this instance received it", () => {
-    expect(entryOf(stored, 'another')).toEqual({ token: stored.token, receivedAt: at(0), receivedBy: 'receiver', copy: true });
-    expect(entryOf(stored, 'receiver')).toEqual({ token: stored.token, receivedAt: at(0), receivedBy: 'receiver', copy: false });
+    const asStored = { token: stored.token, receivedAt: at(0), receivedBy: 'receiver', after: at(0), noCache: false };
+
+    expect(entryOf(stored, 'another')).toEqual({ ...asStored, copy: true });
+    expect(entryOf(stored, 'receiver')).toEqual({ ...asStored, copy: false });
   });
 
   it('stores a kept token as its receiver dated it, whoever holds it', () => {
@@ -111,6 +121,16 @@ describe('keeping', () => {
 
     expect(keeping(memo, entry(0, 7200))).toEqual({ ...memo, keptUntil: at(7_200_000) });
     expect(keeping(memo, { ...entry(1000, 60), token: { access_token: 'same-moment', expires_in: 60 } }).kept).toEqual(memo.kept);
+  });
+
+  it('keeps the token a no-cache request got over a newer one not surely newer, and that one stands against the next', () => {
+    const memo = keeping(EMPTY_MEMO, entry(1000));
+    const pinned = { ...entry(0), receivedBy: 'another', noCache: true };
+    const elsewhere = (ms: number): Entry => ({ ...entry(ms), receivedBy: 'a-third' });
+
+    expect(keeping(memo, pinned).kept).toEqual(storedOf(pinned));
+    expect(keeping(keeping(memo, pinned), elsewhere(CLOCK_TOLERANCE_MS)).kept).toEqual(storedOf(pinned));
+    expect(keeping(keeping(memo, pinned), elsewhere(CLOCK_TOLERANCE_MS + 1)).kept).toEqual(storedOf(elsewhere(CLOCK_TOLERANCE_MS + 1)));
   });
 
   it('leaves what else the memo says as it was', () => {

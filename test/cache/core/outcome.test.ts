@@ -8,6 +8,8 @@ describe('tokenOutcome', () => {
     receivedAt: epochMs(1_800_000_000_000),
     receivedBy: 'i',
     copy: false,
+    after: epochMs(0),
+    noCache: false,
   };
 
   it.each(['idp', 'table', 'memory'] as const)('brings a token from %s, known to have been under way until its receipt', (from) => {

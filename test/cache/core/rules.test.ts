@@ -33,7 +33,14 @@ const NOW = epochMs(1_800_000_000_000);
 const at = (ms: number) => epochMs(NOW + ms);
 const HOUR = { access_token: 'at', expires_in: 3600 };
 /** A 1 h token received `ago` ms before NOW, here: fresh until 3210 s, due for refresh until 3240 s, stale until 3600 s. */
-const kept = (ago: number, copy = false): Entry => ({ token: HOUR, receivedAt: at(-ago), receivedBy: copy ? 'other' : 'self', copy });
+const kept = (ago: number, copy = false): Entry => ({
+  token: HOUR,
+  receivedAt: at(-ago),
+  receivedBy: copy ? 'other' : 'self',
+  copy,
+  after: epochMs(0),
+  noCache: false,
+});
 const FRESH = kept(1000);
 const REFRESH = kept(3_220_000);
 const STALE = kept(3_300_000);
@@ -329,6 +336,12 @@ describe('receivedSince and outlivesRejection', () => {
 
   it('compares a token and a rejection this instance both dated exactly', () => {
     expect([outlivesRejection(kept(0), rejection(-1, true)), outlivesRejection(kept(0), rejection(0, true))]).toEqual([true, false]);
+  });
+
+  it('lets a token stand in whose exchange was asked for after the rejection was known, however its receiver dated it', () => {
+    const askedAfter: Entry = { ...kept(0, true), receivedAt: at(-60_000), after: at(-60_000) };
+
+    expect([outlivesRejection(askedAfter, rejection(-60_000)), outlivesRejection(askedAfter, rejection(-59_999))]).toEqual([true, false]);
   });
 
   it.each([

@@ -35,8 +35,16 @@ const token = (name: string, ago = 0, { by = 'here', expiresIn = 3600 }: { by?: 
   receivedAt: epoch(-ago),
   receivedBy: by,
   copy: by !== 'here',
+  after: epochMs(0),
+  noCache: false,
 });
-const stored = (entry: Entry): StoredToken => ({ token: entry.token, receivedAt: entry.receivedAt, by: entry.receivedBy });
+const stored = (entry: Entry): StoredToken => ({
+  token: entry.token,
+  receivedAt: entry.receivedAt,
+  by: entry.receivedBy,
+  after: entry.after,
+  noCache: entry.noCache,
+});
 const NOTHING: KeyView = { entry: undefined, failure: undefined, hold: undefined, busy: false, refreshing: false };
 const ask = (parts: Partial<VisitAsk> = {}): VisitAsk => ({
   memory: NOTHING,
@@ -45,6 +53,7 @@ const ask = (parts: Partial<VisitAsk> = {}): VisitAsk => ({
   instance: 'here',
   holder: 'me',
   vouched: false,
+  pepperSwitchedAt: epochMs(0),
   noCache: false,
   arrivedAt: epoch(0),
   ...parts,
@@ -191,10 +200,10 @@ describe('a read of the key', () => {
     expect([visit.seen, visit.holds.kind]).toEqual([undefined, 'reading']);
   });
 
-  it('with a live claim: waits for it, and polls every twentieth of what is left, at most 100 ms', () => {
-    const { visit, actions } = run(start(), [read(claimed(), 0), 10]);
+  it("with a live claim: waits for it, says the holder's deadline ends by its time left as the read ended, and polls every twentieth of what is left, at most 100 ms", () => {
+    const { visit, actions } = run(start(), [read(claimed({ leftMs: 4900 }), 0), 10]);
 
-    expect(actions).toEqual([]);
+    expect(actions).toEqual([{ kind: 'waits', until: 2 + 4900 }]);
     expect([visit.situation.kind, wakeAt(visit)]).toEqual(['waiting', 110]);
   });
 
@@ -225,13 +234,6 @@ describe('a claim', () => {
     expect(actions).toEqual([]);
     expect(visit.situation).toMatchObject({ kind: 'claimed', hedgeAt: 50 });
     expect(kinds(run({ visit, actions }, [holds(undefined), 60]).actions)).toEqual(['exchange']);
-  });
-
-  it('refused with no item returned: reads the item again', () => {
-    const { visit, actions } = run(start(), [read(undefined, 0, UNVERSIONED), 2], [wrote('claim', { kind: 'lost', read: undefined }), 4]);
-
-    expect(actions).toEqual([{ kind: 'read' }]);
-    expect([visit.refusals, visit.item]).toEqual([1, { revs: [], unversioned: true }]);
   });
 
   it(`refused ${SETTINGS.maxRefusals} times: goes on without the table`, () => {
@@ -338,16 +340,9 @@ describe('a waiter', () => {
     const due = marking();
     const { visit } = run(due, [wrote('mark', FAILED_WRITE), 305]);
 
-    expect(kinds(due.actions)).toEqual(['write:mark']);
+    expect(kinds(due.actions)).toEqual(['write:mark', 'waits']);
     expect(visit.watch.current?.mark).toBe('unknown');
     expect(wakeAt(visit)).toBeGreaterThan(305);
-  });
-
-  it('reads again when its mark is refused with no item returned', () => {
-    const { visit, actions } = run(marking(), [wrote('mark', { kind: 'lost', read: undefined }), 305]);
-
-    expect(actions).toEqual([{ kind: 'read' }]);
-    expect(visit.watch.current?.mark).toBe('none');
   });
 
   it("takes a holder's token that the item no longer keeps as no answer, and answers the token the item keeps", () => {
@@ -388,9 +383,11 @@ describe('what a claim carries of the outcomes before it', () => {
 
   it("keeps waiters' tokens inline while they fit, newest first, and marks the older ones unshared", () => {
     const big = (name: string): StoredToken => ({
-      token: { access_token: name.padEnd(40_000, 'x'), expires_in: 20 },
+      token: { access_token: name.padEnd(SETTINGS.itemTokenBytes / 2, 'x'), expires_in: 20 },
       receivedAt: epoch(-100),
       by: 'there',
+      after: epochMs(0),
+      noCache: false,
     });
     const { actions } = run(start(), [read(item({ ended: [answeredBy('a', -100, big('a')), answeredBy('b', -100, big('b'))] })), 2]);
 
@@ -431,5 +428,157 @@ describe('events that no longer concern the visit', () => {
 
     expect(early.actions).toEqual([]);
     expect(run(claiming, [tick(HEDGE_MS + 10), HEDGE_MS + 10]).actions).toEqual([]);
+  });
+});
+
+describe("a visit's remembered failure", () => {
+  const failed = (holder: string, failed: Remembered) => ended(holder, { kind: 'failure', failure: failed });
+
+  it('is the newest failure still in force: a rejection outlives a later failure whose time is over', () => {
+    const state = item({ ended: [failed('a', failure('unauthorized', 4000)), failed('b', failure('upstream_error', 500))] });
+    const { actions } = run(start(), [holds(undefined), 1], [read(state), 1000]);
+
+    expect(answerOf(actions)).toMatchObject({ kind: 'failure', failure: failure('unauthorized', 4000), cause: 'failure' });
+  });
+
+  it('is the last failure when a token came after the newest one in force', () => {
+    const state = item({
+      ended: [failed('a', failure('unauthorized', 4000)), answeredBy('b', 300), failed('c', failure('upstream_error', 500))],
+    });
+    const { actions } = run(start(), [holds(undefined), 1], [read(state, 1000, revs('r1')), 1000]);
+
+    expect(answerOf(actions)).toBeUndefined();
+    expect(kinds(actions)).toEqual(['write:claim']);
+  });
+});
+
+describe("a token's place in the item", () => {
+  it('is dated after the rejection the visit knew when it asked, whatever its exchange said', () => {
+    const known = { at: epoch(-100), own: false };
+    const { actions } = run(holding({ rejection: known }), [gotToken(token('new', -50)), 50]);
+    const met = actions.find((action) => action.kind === 'met');
+
+    expect(met).toMatchObject({ outcome: { kind: 'token', entry: { after: epoch(-100) } } });
+  });
+
+  it('shares the room for tokens with the kept one: a token that cannot be kept rides along only in what is left', () => {
+    const big = (name: string, expiresIn: number, ago = 0) => token(name.padEnd(SETTINGS.itemTokenBytes / 2, 'x'), ago, { expiresIn });
+    const publishedWith = (state: KeyItem) => {
+      const held = run(start(), [read(state), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);
+      const { actions } = run(held, [gotToken(big('short', 20, -50)), 50]);
+      return writeOf(actions, 'publish')?.state.ended.at(-1)?.outcome;
+    };
+    // The kept token, this instance's own, is in its refresh window: the visit claims the key to refresh it.
+    const due = big('kept', 3600, 3_215_000);
+
+    expect(publishedWith(keeping(due))).toMatchObject({ kind: 'answered', token: 'unshared' });
+    expect(publishedWith(item())).toMatchObject({ kind: 'answered', token: { by: 'here' } });
+  });
+
+  it('is not taken by a visit that never read the item: it writes over it as absent', () => {
+    const hedged = run(start(), [tick(HEDGE_MS), HEDGE_MS]);
+    const { actions } = run(hedged, [gotToken(token('new', -HEDGE_MS - 10)), HEDGE_MS + 10]);
+
+    expect(kinds(hedged.actions)).toEqual(['exchange']);
+    expect(writeOf(actions, 'publish')?.expected).toEqual(UNVERSIONED);
+  });
+});
+
+describe('a no-cache token in the item', () => {
+  it("stands against this instance's own token when not surely newer, which a plain kept token would not", () => {
+    const mine = token('mine', 1000);
+    const theirs = { ...token('theirs', 3000, { by: 'there' }), noCache: true };
+    const pinned = item({ memo: memo({ kept: stored(theirs) }) });
+    const seenWith = (state: KeyItem) => run(start({ memory: { ...NOTHING, entry: mine } }), [read(state), 2]).visit.seen;
+
+    expect([seenWith(pinned), seenWith(keeping({ ...theirs, noCache: false }))]).toEqual([theirs, mine]);
+  });
+});
+
+describe('after a pepper switch', () => {
+  it('claims without sharing a token this instance received before the switch', () => {
+    // In its refresh window: the visit claims the key to refresh it, with the token it knows in the claim's memo.
+    const due = token('due', 3_215_000);
+    const claimMemo = (pepperSwitchedAt: EpochMs) =>
+      writeOf(run(start({ memory: { ...NOTHING, entry: due }, pepperSwitchedAt }), [read(undefined, 0, UNVERSIONED), 2]).actions, 'claim')
+        ?.state.memo.kept;
+
+    expect([claimMemo(epoch(-3_215_001)), claimMemo(epoch(-3_215_000))]).toEqual([stored(due), null]);
+  });
+});
+
+describe("a waiter finds its holder's outcome", () => {
+  /** Waiting on `other`'s claim, read at 0: its next poll is due at 102. */
+  const waitingOn = (parts: Partial<VisitAsk> = {}) => run(start(parts), [read(claimed(), 0), 2], [tick(102), 102]);
+  const unkeepable = (receivedMs: number, by = 'there'): Entry => ({ ...token('short', -receivedMs, { by, expiresIn: 20 }) });
+
+  it('a token that cannot be kept, received while it waited: its answer, through the table', () => {
+    const short = unkeepable(100);
+    const { actions } = run(waitingOn(), [read(item({ ended: [answeredBy('other', 100, stored(short))] }), 150), 152]);
+
+    expect(answerOf(actions)).toEqual({ kind: 'token', entry: short, from: 'table', runningAt: short.receivedAt });
+  });
+
+  it('no token when its holder could not share it, nor one received before this request came: it asks on', () => {
+    const unshared = run(waitingOn(), [read(item({ ended: [answeredBy('other', 100, 'unshared')] }), 150), 152]);
+    const before = run(waitingOn({ arrivedAt: epoch(50) }), [
+      read(item({ ended: [answeredBy('other', 10, stored(unkeepable(10)))] }), 150),
+      152,
+    ]);
+
+    expect([kinds(unshared.actions), kinds(before.actions)]).toEqual([['write:claim'], ['write:claim']]);
+  });
+
+  it('a failure still in force: its answer; one whose time is over: no answer', () => {
+    const failed = (untilMs: number) => item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', untilMs) })] });
+    const inForce = run(waitingOn(), [read(failed(1000), 150), 152]);
+    const over = run(waitingOn(), [read(failed(100), 150), 152]);
+
+    expect(answerOf(inForce.actions)).toMatchObject({ kind: 'failure', failure: failure('upstream_error', 1000), cause: 'exchange' });
+    expect(answerOf(over.actions)).toBeUndefined();
+  });
+
+  it('for a no-cache request, no failure of an exchange it never saw running after it came, and no token older than 5 s', () => {
+    const failed = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', 1000) })] });
+    const old = token('old', 6000, { by: 'there' });
+    const oldToken = item({ memo: memo({ kept: stored(old) }), ended: [answeredBy('other', -6000)] });
+
+    expect(answerOf(run(waitingOn({ noCache: true }), [read(failed, 150), 152]).actions)).toBeUndefined();
+    expect(answerOf(run(waitingOn({ noCache: true }), [read(oldToken, 150), 152]).actions)).toBeUndefined();
+  });
+
+  it('a timeout it outlasts (published since its last look, with more than a fifth of its deadline left): no answer, it asks itself', () => {
+    const timedOut = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_timeout', 1000) })] });
+    const { visit, actions } = run(waitingOn(), [read(timedOut, 150), 152]);
+
+    expect(answerOf(actions)).toBeUndefined();
+    expect(kinds(actions)).toEqual(['write:claim']);
+    expect(visit.outlasts).toEqual(['other']);
+  });
+});
+
+describe('a waiter whose look fails', () => {
+  it('asks the IdP meanwhile and polls on; its own failure waits for the holder, whose token then answers', () => {
+    const waiting = run(start(), [read(claimed(), 0), 2], [tick(102), 102]);
+    const asked = run(waiting, [READ_FAILED, 104]);
+    const failed = run(asked, [gotFailure(failure('upstream_error', 1200)), 200]);
+    const theirs = token('theirs', -250, { by: 'there' });
+    const { actions } = run(
+      failed,
+      [tick(failed.visit.situation.kind === 'waiting' ? (failed.visit.situation.pollAt ?? 0) : 0), 300],
+      [read(item({ memo: memo({ kept: stored(theirs) }), ended: [answeredBy('other', 250)] }), 300), 302],
+    );
+
+    expect(kinds(asked.actions)).toEqual(['exchange']);
+    expect(kinds(failed.actions)).toEqual(['met']);
+    expect(answerOf(actions)).toEqual({ kind: 'token', entry: theirs, from: 'table', runningAt: theirs.receivedAt });
+  });
+
+  it('answers a timeout of its own at its deadline, with no claim to release', () => {
+    const { visit, actions } = run(start({ deadline: monoMs(1000) }), [read(claimed({ leftMs: 900 }), 0), 2], [tick(1000), 1000]);
+
+    expect(kinds(actions)).toEqual(['answer']);
+    expect(answerOf(actions)).toMatchObject({ kind: 'failure', cause: 'deadline' });
+    expect(visitOver(visit)).toBe(true);
   });
 });

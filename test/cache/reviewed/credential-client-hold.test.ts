@@ -28,36 +28,45 @@ afterAll(async () => {
   await Promise.all([server.close(), sources.close(), table.close()]);
 });
 
-it.each(['memory', 'shared'])('TOKEN_CACHE=%s: a proven caller\'s 30 s hold on client X holds the stored credential of X too', async (mode) => {
-  const clock = testClock();
-  const tokenUrl = `${server.origin}/token?e6=${mode}`;
-  const env = {
-    TOKEN_CACHE: mode,
-    STORED_CREDENTIALS: storedCredentials({ name: 'x-cred', clientId: 'client-x', tokenUrl, method: 'client_secret_basic', secretId: SECRET_ID }),
-  };
-  const member = freshInstance(env, clock.now);
-  instances.push(member);
-  await sleep(300);
-  let throttled = false;
-  let issued = 0;
-  server.answer((req, res) => {
-    if (throttled) json(429, { error: 'slow_down' }, { 'retry-after': '30' })(req, res);
-    else json(200, { access_token: `t-${++issued}`, token_type: 'Bearer', expires_in: 3600 })(req, res);
-  });
-  // The caller's own key for client X keeps a token (proven), which goes stale; then the IdP says wait 30 s.
-  const own = tokenEvent({ client_id: 'client-x', client_secret: SECRET, access_token_url: tokenUrl }, { iamCaller: CALLER });
-  expect((await member.handle(own)).statusCode).toBe(200);
-  clock.advance(3_300_000);
-  throttled = true;
-  const held = await member.handle(own);
-  expect(held.headers?.['x-token-cache']).toBe('stale');
-  throttled = false;
-  server.received.length = 0;
+it.each(['memory', 'shared'])(
+  "TOKEN_CACHE=%s: a proven caller's 30 s hold on client X holds the stored credential of X too",
+  async (mode) => {
+    const clock = testClock();
+    const tokenUrl = `${server.origin}/token?e6=${mode}`;
+    const env = {
+      TOKEN_CACHE: mode,
+      STORED_CREDENTIALS: storedCredentials({
+        name: 'x-cred',
+        clientId: 'client-x',
+        tokenUrl,
+        method: 'client_secret_basic',
+        secretId: SECRET_ID,
+      }),
+    };
+    const member = freshInstance(env, clock.now);
+    instances.push(member);
+    await sleep(300);
+    let throttled = false;
+    let issued = 0;
+    server.answer((req, res) => {
+      if (throttled) void json(429, { error: 'slow_down' }, { 'retry-after': '30' })(req, res);
+      else void json(200, { access_token: `t-${++issued}`, token_type: 'Bearer', expires_in: 3600 })(req, res);
+    });
+    // The caller's own key for client X keeps a token (proven), which goes stale; then the IdP says wait 30 s.
+    const own = tokenEvent({ client_id: 'client-x', client_secret: SECRET, access_token_url: tokenUrl }, { iamCaller: CALLER });
+    expect((await member.handle(own)).statusCode).toBe(200);
+    clock.advance(3_300_000);
+    throttled = true;
+    const held = await member.handle(own);
+    expect(held.headers?.['x-token-cache']).toBe('stale');
+    throttled = false;
+    server.received.length = 0;
 
-  // Act: 1 s into the hold, the stored credential of the same client id at the same token URL
-  clock.advance(1000);
-  const stored = await member.handle(tokenEvent({ credential: 'x-cred' }, { iamCaller: CALLER }));
+    // Act: 1 s into the hold, the stored credential of the same client id at the same token URL
+    clock.advance(1000);
+    const stored = await member.handle(tokenEvent({ credential: 'x-cred' }, { iamCaller: CALLER }));
 
-  expect(server.received).toHaveLength(0);
-  expect(stored.statusCode).toBe(503);
-});
+    expect(server.received).toHaveLength(0);
+    expect(stored.statusCode).toBe(503);
+  },
+);

@@ -33,7 +33,10 @@ async function startCutter(target: string): Promise<Cutter> {
     incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
     incoming.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      const operation = String(incoming.headers['x-amz-target'] ?? '').split('.').pop() ?? '';
+      const operation =
+        String(incoming.headers['x-amz-target'] ?? '')
+          .split('.')
+          .pop() ?? '';
       seen.push(operation);
       const cut = armed !== undefined && armed.operation === operation && (armed.matching === undefined || body.includes(armed.matching));
       if (cut) armed = undefined;

@@ -33,17 +33,24 @@ afterAll(async () => {
 });
 
 /** An IdP that answers 429 just before the deadline (its delay counted from the request's arrival there). */
-const lateThrottle = (delayMs: number) => (req: Parameters<Parameters<TokenServer['answer']>[0]>[0], res: Parameters<Parameters<TokenServer['answer']>[0]>[1]) => {
-  setTimeout(() => json(429, { error: 'slow_down' }, { 'retry-after': '30' })(req, res), delayMs);
-};
+const lateThrottle =
+  (delayMs: number) =>
+  (req: Parameters<Parameters<TokenServer['answer']>[0]>[0], res: Parameters<Parameters<TokenServer['answer']>[0]>[1]) => {
+    setTimeout(() => void json(429, { error: 'slow_down' }, { 'retry-after': '30' })(req, res), delayMs);
+  };
 
-it('a caller\'s private_key_jwt request whose 429 comes 150 ms before the deadline is answered by the deadline', async () => {
+it("a caller's private_key_jwt request whose 429 comes 150 ms before the deadline is answered by the deadline", async () => {
   const member = freshInstance();
   instances.push(member);
   await sleep(300);
   const key = generateCallerKey();
   const tokenUrl = `${server.origin}/token`;
-  const b = { client_id: 'e3-pkjwt', client_assertion: signEs256(key, assertionClaims('e3-pkjwt', tokenUrl)), client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', access_token_url: tokenUrl };
+  const b = {
+    client_id: 'e3-pkjwt',
+    client_assertion: signEs256(key, assertionClaims('e3-pkjwt', tokenUrl)),
+    client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+    access_token_url: tokenUrl,
+  };
   // Every table call hangs from now on (the call limit ends each after 1 s).
   proxy.set({ kind: 'hang' });
   const started = performance.now();
@@ -54,7 +61,7 @@ it('a caller\'s private_key_jwt request whose 429 comes 150 ms before the deadli
   expect(took).toBeLessThanOrEqual(DEADLINE_MS + 50);
 });
 
-it('a proven key\'s refresh whose 429 comes 150 ms before the deadline is answered (stale) by the deadline', async () => {
+it("a proven key's refresh whose 429 comes 150 ms before the deadline is answered (stale) by the deadline", async () => {
   const clock = testClock();
   const member = freshInstance({}, clock.now);
   instances.push(member);

@@ -29,8 +29,8 @@ it('with clocks in step, every instance answers a 20 s hold with the seconds lef
   instances.push(a, b);
   let throttled = false;
   server.answer((req, res) => {
-    if (throttled) json(429, { error: 'slow_down' }, { 'retry-after': '20' })(req, res);
-    else json(200, { access_token: `t-${req.form.get('scope')}`, token_type: 'Bearer', expires_in: 3600 })(req, res);
+    if (throttled) void json(429, { error: 'slow_down' }, { 'retry-after': '20' })(req, res);
+    else void json(200, { access_token: `t-${req.form.get('scope')}`, token_type: 'Bearer', expires_in: 3600 })(req, res);
   });
   await sleep(300);
   const body = (scope: string) => ({ client_id: 'e2-client', client_secret: 's', access_token_url: `${server.origin}/token`, scope });

@@ -26,7 +26,9 @@ it.each([
   ['250 KB', 250_000],
 ])('a %s token, once fetched, answers the next requests on other instances from the table', async (_case, size) => {
   let issued = 0;
-  server.answer((req, res) => json(200, { access_token: `${++issued}-${'x'.repeat(size)}`, token_type: 'Bearer', expires_in: 3600 })(req, res));
+  server.answer((req, res) =>
+    json(200, { access_token: `${++issued}-${'x'.repeat(size)}`, token_type: 'Bearer', expires_in: 3600 })(req, res),
+  );
   server.received.length = 0;
   const fleet = [freshInstance(), freshInstance(), freshInstance(), freshInstance()];
   instances.push(...fleet);

@@ -13,8 +13,11 @@ import { json, startTokenServer, type TokenServer } from '../../support/token-se
 let server: TokenServer;
 let table: SharedTable;
 const instances: Instance[] = [];
-const answerOf = (r: { statusCode?: number; headers?: Record<string, unknown>; body?: string }) =>
-  [r.statusCode, r.headers?.['x-token-cache'] ?? bodyOf(r).code, bodyOf(r).access_token];
+const answerOf = (r: { statusCode?: number; headers?: Record<string, unknown>; body?: string }) => [
+  r.statusCode,
+  r.headers?.['x-token-cache'] ?? bodyOf(r).code,
+  bodyOf(r).access_token,
+];
 
 beforeAll(async () => {
   server = await startTokenServer();
@@ -87,7 +90,14 @@ it('items of the table as restored from a backup no longer answer an instance th
   const { clock, old, rotate } = await rotatedFleet();
   const b = { client_id: 'e4c', client_secret: 's', access_token_url: `${server.origin}/token` };
   // The backup holds a token that the IdP has since revoked; it is restored, then the pepper rotated.
-  const revoked: Entry = { token: { access_token: 'revoked-from-backup', token_type: 'Bearer', expires_in: 3600 }, receivedAt: epochMs(Date.now() - 60_000), receivedBy: 'backup', copy: true };
+  const revoked: Entry = {
+    token: { access_token: 'revoked-from-backup', token_type: 'Bearer', expires_in: 3600 },
+    receivedAt: epochMs(Date.now() - 60_000),
+    receivedBy: 'backup',
+    copy: true,
+    after: epochMs(0),
+    noCache: false,
+  };
   await table.plant(table.keysOf(b), itemStates(Date.now).kept(revoked));
   await rotate();
   // Within a minute of the rotation every instance reads the pepper again.

@@ -41,7 +41,9 @@ async function recordWhile(itemKey: string, work: Promise<unknown>): Promise<Ite
   let done = false;
   void work.finally(() => (done = true));
   while (!done) {
-    const { Item: item } = await raw.send(new GetItemCommand({ TableName: table.tableName, Key: { pk: { S: itemKey } }, ConsistentRead: true }));
+    const { Item: item } = await raw.send(
+      new GetItemCommand({ TableName: table.tableName, Key: { pk: { S: itemKey } }, ConsistentRead: true }),
+    );
     const last = versions.at(-1);
     if (item && Buffer.compare(Buffer.from(item.state?.B ?? []), Buffer.from(last?.state?.B ?? [])) !== 0) versions.push(item);
     await sleep(10);

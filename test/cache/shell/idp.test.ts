@@ -1,4 +1,4 @@
-import { Deadline } from '../../../lambda/clock';
+import { Deadline, type EpochMs, epochMs } from '../../../lambda/clock';
 import { ExchangeError, upstreamFailure } from '../../../lambda/errors';
 import { type Exchange, exchangeResult } from '../../../lambda/cache/shell/idp';
 import { checkTokenUrl, parseAllowlist } from '../../../lambda/policy/token-url-policy';
@@ -39,14 +39,14 @@ function exchangeWithin(deadline: Deadline): Exchange {
   return () => exchangeToken(request, target, deadline, {});
 }
 
-/** Ask as instance `i-1` with a deadline of `ms` on the manual clock. */
-function ask(ms = 5000) {
+/** Ask as instance `i-1` with a deadline of `ms` on the manual clock, knowing of the key's rejection `after`. */
+function ask(ms = 5000, after: EpochMs = epochMs(0)) {
   const deadline = Deadline.after(clock, ms);
-  return exchangeResult(exchangeWithin(deadline), clock, 'i-1', deadline);
+  return exchangeResult(exchangeWithin(deadline), clock, 'i-1', deadline, after);
 }
 
 describe('exchangeResult', () => {
-  it("gives the IdP's token as this instance's own, dated when its answer arrived", async () => {
+  it("gives the IdP's token as this instance's own, dated when its answer arrived, after the rejection known when it was asked for", async () => {
     // Prepare: the IdP takes 700 ms of the clock to answer.
     const asked = clock.epoch();
     server.answer((request, response) => {
@@ -54,11 +54,20 @@ describe('exchangeResult', () => {
       void json(200, { ...DEMO_TOKEN, scope: 'read' })(request, response);
     });
 
-    // Act
-    const result = await ask();
+    // Act: a rejection was known from 2 s before the request.
+    const result = await ask(5000, epochMs(asked - 2000));
 
     // Assess
-    expect(result).toEqual({ token: { token: { ...DEMO_TOKEN, scope: 'read' }, receivedAt: asked + 700, receivedBy: 'i-1', copy: false } });
+    expect(result).toEqual({
+      token: {
+        token: { ...DEMO_TOKEN, scope: 'read' },
+        receivedAt: asked + 700,
+        receivedBy: 'i-1',
+        copy: false,
+        after: asked - 2000,
+        noCache: false,
+      },
+    });
   });
 
   it.each([
@@ -107,7 +116,9 @@ describe('exchangeResult', () => {
     };
     const asked = clock.epoch();
 
-    expect(await exchangeResult(late, clock, 'i-1', deadline)).toEqual({ failure: { code: 'upstream_error', until: asked + 4000 + 1000 } });
+    expect(await exchangeResult(late, clock, 'i-1', deadline, epochMs(0))).toEqual({
+      failure: { code: 'upstream_error', until: asked + 4000 + 1000 },
+    });
   });
 
   it.each([
@@ -117,6 +128,6 @@ describe('exchangeResult', () => {
   ])('throws %s as the bug it is, remembered by no one', async (_case, bug) => {
     const deadline = Deadline.after(clock, 1000);
 
-    await expect(exchangeResult(() => Promise.reject(bug), clock, 'i-1', deadline)).rejects.toBe(bug);
+    await expect(exchangeResult(() => Promise.reject(bug), clock, 'i-1', deadline, epochMs(0))).rejects.toBe(bug);
   });
 });

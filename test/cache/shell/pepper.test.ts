@@ -42,12 +42,13 @@ function source(clock: ManualClock = manualClock()) {
     });
   const pepper = pepperSource(read, clock, SETTINGS);
   const get = (report: CacheReport = {}, deadline = Deadline.after(clock, 1_000_000)) => pepper.get(deadline, report);
+  const switchedAt = () => pepper.switchedAt();
   /** The read made `index`-th, once it has been made. */
   const nth = async (index: number): Promise<Read> => {
     while (reads.length <= index) await settle();
     return reads[index] as Read;
   };
-  return { clock, reads, get, nth };
+  return { clock, reads, get, nth, switchedAt };
 }
 
 const text = (value: Buffer | undefined) => value?.toString('utf8');
@@ -96,6 +97,30 @@ describe('pepperSource', () => {
     expect([during, reads.length]).toEqual([[PEPPER_A, PEPPER_A], 2]);
     await (await nth(1)).answer(PEPPER_B);
     expect(text(await get())).toBe(PEPPER_B);
+  });
+
+  it('dates its switch to a rotated pepper when it first hands the new one out: never before, and not for the same value read again', async () => {
+    // Prepare: pepper A in use; the refresh at 30 s brings A again, the next at 60 s brings B.
+    const { clock, get, nth, switchedAt } = source();
+    const unused = switchedAt();
+    await (await nth(0)).answer(PEPPER_A);
+    await get();
+    clock.advance(30_000);
+    await get();
+    await (await nth(1)).answer(PEPPER_A);
+    await get();
+    const unswitched = switchedAt();
+    clock.advance(30_000);
+    await get();
+    await (await nth(2)).answer(PEPPER_B);
+
+    // Act: B is read at once, but first handed out 500 ms later.
+    const beforeUse = switchedAt();
+    clock.advance(500);
+    const used = text(await get());
+
+    // Assess
+    expect([unused, unswitched, beforeUse, used, switchedAt()]).toEqual([0, 0, 0, PEPPER_B, clock.epoch()]);
   });
 
   it('never uses a pepper 60 s old: a request waits for a new one', async () => {

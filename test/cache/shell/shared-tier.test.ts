@@ -4,8 +4,10 @@ import type { Remembered } from '../../../lambda/cache/core/rules';
 import { cacheSettings } from '../../../lambda/cache/core/settings';
 import { secretsManagerPepper } from '../../../lambda/cache/shell/pepper';
 import { type Runtime, type SharedAsk, SharedTier } from '../../../lambda/cache/shell/shared-tier';
-import { dynamoDbTable } from '../../../lambda/cache/shell/table-calls';
+import { dynamoDbTable, type Table } from '../../../lambda/cache/shell/table-calls';
+import type { CacheReport } from '../../../lambda/cache/report';
 import { upstreamFailure } from '../../../lambda/errors';
+import { manualClock, settle } from '../../support/manual-clock';
 import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
 
 // The shared tier driven directly over dynalite and the Secrets Manager stand-in, for what a request
@@ -56,6 +58,7 @@ const ask = (parts: Partial<SharedAsk> = {}): SharedAsk => ({
   noCache: false,
   arrivedAt: runtime.epoch(),
   looked: () => undefined,
+  waits: () => undefined,
   met: () => undefined,
   heldNow: () => undefined,
   ...parts,
@@ -68,6 +71,34 @@ async function loaded(pepperSecret?: string): Promise<SharedTier> {
 }
 
 describe('the shared tier with its table', () => {
+  it("refreshes a token of this instance's own due for it, as the claim's holder, and says so", async () => {
+    const shared = await loaded();
+    const due = {
+      token: TOKEN,
+      receivedAt: epochMs(runtime.epoch() - 3_215_000),
+      receivedBy: runtime.instance,
+      copy: false,
+      after: epochMs(0),
+      noCache: false,
+    };
+    const report: CacheReport = {};
+
+    const outcome = await shared.fetch(ask({ memory: { ...NOTHING, entry: due }, report }));
+
+    expect(outcome).toMatchObject({ kind: 'token', from: 'idp' });
+    expect([asked, report.refresh]).toEqual([1, 'ahead']);
+  });
+
+  it('answers at its deadline while its exchange runs on, which still ends and is published', async () => {
+    let answered: () => void = () => undefined;
+    const slow = () => new Promise<typeof TOKEN>((resolve) => (answered = () => resolve(TOKEN)));
+
+    const outcome = await (await loaded()).fetch(ask({ deadline: Deadline.after(runtime, 300), exchange: slow }));
+    answered();
+
+    expect(outcome).toMatchObject({ kind: 'failure', cause: 'deadline', failure: { code: 'upstream_timeout' } });
+  });
+
   it('sends no exchange that a hold learnt meanwhile on this instance forbids: the hold is the outcome', async () => {
     // Prepare: the table says nothing of the key; this instance has just been asked to wait.
     const shared = await loaded();
@@ -115,6 +146,46 @@ describe('the shared tier without its pepper', () => {
     ]);
   });
 
+  it('does what memory says: answers its fresh token, or its failure in force, without the IdP', async () => {
+    const shared = await loaded('no-such-secret');
+    const fresh = {
+      token: TOKEN,
+      receivedAt: runtime.epoch(),
+      receivedBy: runtime.instance,
+      copy: false,
+      after: epochMs(0),
+      noCache: false,
+    };
+    const failure: Remembered = { code: 'upstream_error', until: epochMs(runtime.epoch() + 1000) };
+
+    const answered = await shared.fetch(ask({ memory: { ...NOTHING, entry: fresh } }));
+    const failed = await shared.fetch(ask({ memory: { ...NOTHING, failure } }));
+
+    expect([answered, failed]).toMatchObject([
+      { kind: 'token', entry: fresh, from: 'memory' },
+      { kind: 'failure', failure, cause: 'failure', rejection: 'unknown' },
+    ]);
+    expect(asked).toBe(0);
+  });
+
+  it('refreshes a token due for it from the IdP, and says so', async () => {
+    const shared = await loaded('no-such-secret');
+    const due = {
+      token: TOKEN,
+      receivedAt: epochMs(runtime.epoch() - 3_215_000),
+      receivedBy: runtime.instance,
+      copy: false,
+      after: epochMs(0),
+      noCache: false,
+    };
+    const report: CacheReport = {};
+
+    const outcome = await shared.fetch(ask({ memory: { ...NOTHING, entry: due }, report }));
+
+    expect(outcome).toMatchObject({ kind: 'token', from: 'idp', entry: { token: TOKEN, receivedBy: runtime.instance } });
+    expect([asked, report.refresh]).toEqual([1, 'ahead']);
+  });
+
   it('writes no hold, and says why', async () => {
     const shared = await loaded('no-such-secret');
     const before = (await table.scan()).length;
@@ -124,5 +195,81 @@ describe('the shared tier without its pepper', () => {
 
     expect((await table.scan()).length).toBe(before);
     expect(report).toMatchObject({ tableError: 'ResourceNotFoundException' });
+  });
+});
+
+describe("the shared tier's hedge", () => {
+  /**
+   * A tier keeping the IdP timings of one token URL, on a manual clock, over the table: while `slow`, each read takes
+   * 400 ms of the clock; once `stuck`, no read answers. The IdP takes 3.5 s once the table's reads are in.
+   */
+  async function timedTier() {
+    const clock = manualClock(Date.now());
+    const manual: Runtime = { ...clock, instance: 'i-hedge', id: () => randomBytes(9).toString('base64url') };
+    const dynamo = dynamoDbTable(table.tableName, SETTINGS.callLimitMs, manual);
+    let stuck = false;
+    let reading = 0;
+    const timedTable: Table = {
+      calls: (report) => {
+        const calls = dynamo.calls(report);
+        return {
+          get: async (itemKey) => {
+            if (stuck) return new Promise<never>(() => undefined);
+            clock.advance(400);
+            reading++;
+            return calls.get(itemKey).finally(() => reading--);
+          },
+          put: (itemKey, state, expected, rev) => calls.put(itemKey, state, expected, rev),
+        };
+      },
+    };
+    const pepper = secretsManagerPepper(PEPPER_SECRET, manual, SETTINGS.pepper);
+    const shared = new SharedTier({ table: timedTable, settings: { ...SETTINGS, memoryEntries: 1 }, pepper, runtime: manual });
+    await shared.holdOn([], Deadline.after(systemClock(), 2000), {});
+    const slowIdp = async () => {
+      while (reading > 0) await settle();
+      clock.advance(3500);
+      return TOKEN;
+    };
+    const sent = { hedged: 0 };
+    return {
+      clock,
+      sent,
+      /** A request to `tokenUrl` whose IdP takes 3.5 s. */
+      timed: (tokenUrl: string) => shared.fetch(ask({ tokenUrl, deadline: Deadline.after(manual, 5000), exchange: slowIdp })),
+      /** A request to `tokenUrl` whose table never answers: its exchange goes out when its hedge passes. */
+      hedged: (tokenUrl: string) => {
+        stuck = true;
+        const exchange = async () => {
+          sent.hedged++;
+          return TOKEN;
+        };
+        void shared.fetch(ask({ tokenUrl, deadline: Deadline.after(manual, 5000), arrivedAt: manual.epoch(), exchange }));
+      },
+    };
+  }
+
+  it('waits on a slow table as long as a slow IdP leaves room, and forgets the IdP of the token URL asked least recently past its bound', async () => {
+    // Prepare: reads of 400 ms (800 when two overlap) and an IdP of 3.5 s at A leave 625 ms of the deadline for the hedge.
+    // Past the bound the IdP at A is unknown again (taken to use half the deadline): the hedge is 2.5 reads, 1 to 1.25 s.
+    const remembering = await timedTier();
+    await remembering.timed('https://a.example/token');
+    const forgetting = await timedTier();
+    await forgetting.timed('https://a.example/token');
+    await forgetting.timed('https://b.example/token');
+
+    // Act
+    remembering.hedged('https://a.example/token');
+    forgetting.hedged('https://a.example/token');
+    await settle();
+    remembering.clock.advance(625);
+    forgetting.clock.advance(625);
+    await settle();
+    const at625 = [remembering.sent.hedged, forgetting.sent.hedged];
+    forgetting.clock.advance(625);
+    await settle();
+
+    // Assess
+    expect([at625, forgetting.sent.hedged]).toEqual([[1, 0], 1]);
   });
 });

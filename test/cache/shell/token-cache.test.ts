@@ -1,16 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import { Deadline, systemClock } from '../../../lambda/clock';
+import { Deadline, epochMs, systemClock } from '../../../lambda/clock';
 import { cacheSettings } from '../../../lambda/cache/core/settings';
 import type { CacheReport } from '../../../lambda/cache/report';
+import { clientHoldKey, requestText, type SecretRequest } from '../../../lambda/cache/request-key';
 import { secretsManagerPepper } from '../../../lambda/cache/shell/pepper';
+import { holdItemKeys, requestItemKeys } from '../../../lambda/cache/shell/sealed-item';
 import { type Runtime, SharedTier } from '../../../lambda/cache/shell/shared-tier';
-import { dynamoDbTable } from '../../../lambda/cache/shell/table-calls';
+import { dynamoDbTable, type Table } from '../../../lambda/cache/shell/table-calls';
 import { type CacheAsk, TokenCache } from '../../../lambda/cache/shell/token-cache';
 import { checkTokenUrl, parseAllowlist } from '../../../lambda/policy/token-url-policy';
 import type { TokenRequest } from '../../../lambda/request/token-request';
 import { exchangeToken } from '../../../lambda/upstream/exchange';
 import { destroyAgents } from '../../../lambda/upstream/guarded-agents';
-import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
+import { itemStates, PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
+import { manualClock, settle } from '../../support/manual-clock';
 import { DEMO_TOKEN, json, type Script, startTokenServer, type TokenServer } from '../../support/token-server';
 
 // The token cache of one instance driven directly, with the real exchange against the scripted token
@@ -45,7 +48,7 @@ const after =
   (request, response) => {
     setTimeout(() => void script(request, response), ms);
   };
-const request = (): TokenRequest => ({
+const request = (): SecretRequest => ({
   clientId,
   clientSecret: 'token-cache-secret',
   accessTokenUrl: `${server.origin}/token`,
@@ -116,6 +119,34 @@ describe('TOKEN_CACHE=memory', () => {
   });
 });
 
+describe('TOKEN_CACHE=memory, a request that shares a fetch', () => {
+  it('asks again when the fetch brought a token that cannot be kept, received before it came', async () => {
+    // Prepare: the IdP answers in 300 ms with a 20 s token; the second request is dated after that answer.
+    server.answer(after(300, json(200, { ...DEMO_TOKEN, expires_in: 20 })));
+    const cache = new TokenCache(undefined, runtime, SETTINGS);
+    const first = cache.resolve(ask());
+
+    // Act
+    const later = await cache.resolve(ask(5000, { arrivedAt: epochMs(wall + 1000) }));
+
+    // Assess
+    expect([(await first).header, later.header]).toEqual(['miss', 'miss']);
+    expect(server.received).toHaveLength(2);
+  });
+
+  it("gives a no-cache request the fetch's failure, which no request remembered before it came", async () => {
+    server.answer(after(300, json(500, { error: 'server_error' })));
+    const cache = new TokenCache(undefined, runtime, SETTINGS);
+    const first = cache.resolve(ask());
+
+    const noCache = cache.resolve(ask(5000, { noCache: true }));
+
+    await expect(noCache).rejects.toMatchObject({ code: 'upstream_error' });
+    await expect(first).rejects.toMatchObject({ code: 'upstream_error' });
+    expect(server.received).toHaveLength(1);
+  });
+});
+
 describe('TOKEN_CACHE=shared', () => {
   let table: SharedTable;
   beforeAll(async () => {
@@ -164,6 +195,187 @@ describe('TOKEN_CACHE=shared', () => {
     expect(meanwhile).toMatchObject({ header: 'hit', token: { access_token: DEMO_TOKEN.access_token } });
     expect(late.report.tier).toBe('memory');
     await looking;
+  });
+
+  it('lets a request whose deadline outlasts the holder another request here waits on by more than a fifth go on its own', async () => {
+    // Prepare: another instance holds the key's claim with 2.1 s left; a request here with 3 s left waits on it,
+    // so the fetch it started is answered by 2.1 s from now.
+    const cache = await sharedCache();
+    const tokenRequest = request();
+    const keys = requestItemKeys(
+      table.pepper,
+      tokenRequest.clientSecret,
+      requestText(tokenRequest, new URL(tokenRequest.accessTokenUrl).href),
+    );
+    await table.plant(keys, itemStates(() => wall).claim('other', { leftMs: 2100 }));
+    const waiting = ask(3000);
+    const first = cache.resolve(waiting);
+    while (waiting.report.tableLatencyMs === undefined) await settle();
+    await settle();
+
+    // Act: a request with 3.5 s left would share a fetch due in 3 s, but not one due in 2.1 s.
+    const outlasting = ask(3500);
+    const own = await cache.resolve(outlasting);
+
+    // Assess: it took the claim over and asked the IdP; the waiting request got that token through the table.
+    expect([own.header, outlasting.report.tier]).toEqual(['miss', 'miss']);
+    expect([(await first).header, waiting.report.tier]).toEqual(['hit', 'shared']);
+    expect(server.received).toHaveLength(1);
+  });
+
+  /**
+   * A cache on a manual clock (no hedge or deadline passes unless the test moves it) over the table. While `gate.closed`,
+   * a read of an item other than the request's own is made at once, but its answer is held until the test opens the gate.
+   * Each write takes `gate.writeMs` of the clock.
+   */
+  async function gatedCache(tokenRequest: TokenRequest) {
+    const clock = manualClock(wall);
+    const manual: Runtime = { ...clock, instance: 'i-token-cache-gated', id: () => randomBytes(9).toString('base64url') };
+    const dynamo = dynamoDbTable(table.tableName, SETTINGS.callLimitMs, manual);
+    const ownItem =
+      'clientSecret' in tokenRequest && tokenRequest.clientSecret !== undefined
+        ? requestItemKeys(table.pepper, tokenRequest.clientSecret, requestText(tokenRequest as SecretRequest, tokenRequest.accessTokenUrl))
+            .itemKey
+        : undefined;
+    let open: () => void = () => undefined;
+    const gate = {
+      closed: false,
+      held: 0,
+      writes: 0,
+      writeMs: 0,
+      opened: new Promise<void>((resolve) => (open = resolve)),
+      open: () => open(),
+    };
+    const gatedTable: Table = {
+      calls: (report) => {
+        const calls = dynamo.calls(report);
+        return {
+          get: async (itemKey) => {
+            const holding = gate.closed && itemKey !== ownItem;
+            const item = await calls.get(itemKey);
+            if (holding) {
+              gate.held++;
+              await gate.opened;
+            }
+            return item;
+          },
+          put: (itemKey, state, expected, rev) => {
+            clock.advance(gate.writeMs);
+            return calls.put(itemKey, state, expected, rev).finally(() => gate.writes++);
+          },
+        };
+      },
+    };
+    const pepper = secretsManagerPepper(PEPPER_SECRET, manual, SETTINGS.pepper);
+    const shared = new SharedTier({ table: gatedTable, settings: SETTINGS, pepper, runtime: manual });
+    await shared.holdOn([], Deadline.after(systemClock(), 2000), {});
+    const target = checkTokenUrl(tokenRequest.accessTokenUrl, parseAllowlist(server.origin));
+    /** The request with `ms` left on the manual clock. */
+    const on = (ms: number): CacheAsk => {
+      const deadline = Deadline.after(manual, ms);
+      const exchange = () => exchangeToken(tokenRequest, target, deadline, {});
+      return { ...ask(ms), request: tokenRequest, tokenUrl: target.url.href, arrivedAt: manual.epoch(), deadline, exchange };
+    };
+    return { cache: new TokenCache(shared, manual, SETTINGS), gate, on };
+  }
+
+  it('holds back an exchange about to go out when another request here met a hold on the key meanwhile', async () => {
+    // Prepare
+    const { cache, gate, on } = await gatedCache(request());
+
+    // Act: a request with 1.5 s left claims the key and waits for its hold read; one with 5 s left goes on its own,
+    // takes the claim over, and meets a 429 for the key alone.
+    gate.closed = true;
+    const first = cache.resolve(on(1500));
+    while (gate.held === 0 || gate.writes === 0) await settle();
+    gate.closed = false;
+    server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '30' }));
+    const second = cache.resolve(on(5000));
+    await expect(second).rejects.toMatchObject({ code: 'upstream_throttled' });
+    gate.open();
+
+    // Assess: the first request, its hold read answered, sends nothing: it answers the hold met here.
+    await expect(first).rejects.toMatchObject({ code: 'upstream_throttled' });
+    expect(server.received).toHaveLength(1);
+  });
+
+  it("holds back a caller's private_key_jwt request when another one of its client met a 429 here while the table was read", async () => {
+    // Prepare: the table shows no hold when read; its answer comes only after the other request met the 429.
+    const assertion: TokenRequest = {
+      clientId,
+      clientAssertion: 'header.payload.signature',
+      accessTokenUrl: `${server.origin}/token`,
+      grantType: 'client_credentials',
+      authMethod: 'private_key_jwt',
+    };
+    const { cache, gate, on } = await gatedCache(assertion);
+    gate.closed = true;
+    const first = cache.resolve(on(5000));
+    while (gate.held < 2) await settle();
+    gate.closed = false;
+    server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '30' }));
+    await expect(cache.resolve(on(5000))).rejects.toMatchObject({ code: 'upstream_throttled', retryAfterSeconds: 30 });
+
+    // Act
+    gate.open();
+
+    // Assess: memory is asked again after the table's read: nothing is sent.
+    await expect(first).rejects.toMatchObject({ code: 'upstream_throttled', retryAfterSeconds: 30 });
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('tells a hold it was told of with the seconds left as the answer leaves, not as the hold was learnt', async () => {
+    // Prepare: the client is held 30 s in the table; the request claims the key before its hold read comes back.
+    const tokenRequest = request();
+    const { cache, gate, on } = await gatedCache(tokenRequest);
+    await table.plant(
+      holdItemKeys(table.pepper, clientHoldKey(clientId, tokenRequest.accessTokenUrl)),
+      itemStates(() => wall).hold(30_000),
+    );
+    gate.closed = true;
+    const held = cache.resolve(on(5000));
+    while (gate.held === 0 || gate.writes === 0) await settle();
+
+    // Act: the hold read comes back; publishing the hold to the key's waiters takes 2 s.
+    gate.writeMs = 2000;
+    gate.open();
+
+    // Assess
+    await expect(held).rejects.toMatchObject({ code: 'upstream_throttled', retryAfterSeconds: 28 });
+    expect(server.received).toHaveLength(0);
+  });
+
+  it("gives a request that shares a fetch the table's token as the table's", async () => {
+    // Prepare: the fleet keeps a token of the key.
+    const tokenRequest = request();
+    const keys = requestItemKeys(table.pepper, tokenRequest.clientSecret, requestText(tokenRequest, tokenRequest.accessTokenUrl));
+    const fleets = { ...DEMO_TOKEN, access_token: 'the-fleets' };
+    await table.plant(
+      keys,
+      itemStates(() => wall).kept({
+        token: fleets,
+        receivedAt: epochMs(wall - 1000),
+        receivedBy: 'planted',
+        copy: true,
+        after: epochMs(0),
+        noCache: false,
+      }),
+    );
+    const cache = await sharedCache();
+
+    // Act: the second request comes while the first one's look in the table runs.
+    const first = cache.resolve(ask());
+    const sharing = ask();
+    const second = await cache.resolve(sharing);
+
+    // Assess
+    expect([(await first).token.access_token, second.token.access_token, second.header, sharing.report.tier]).toEqual([
+      'the-fleets',
+      'the-fleets',
+      'hit',
+      'shared',
+    ]);
+    expect(server.received).toHaveLength(0);
   });
 
   it('passes on a bug in the exchange, and the next request asks the IdP', async () => {

@@ -669,7 +669,7 @@ function renewWritten(visit: Visit, held: Extract<Situation, { kind: 'holding' }
     }
   }
   // Another instance counted this holder as gone and took over (or the item keeps changing): its outcome is its own to write.
-  const taken: Visit = read ? { ...visit, mirror: read.state, item: read.expected } : visit;
+  const taken: Visit = { ...visit, mirror: read.state, item: read.expected };
   return nothing({ ...taken, situation: { kind: 'asking', exchange: held.exchange } });
 }
 
@@ -997,10 +997,11 @@ function answer(visit: Visit, outcome: Outcome, now: Now): Step {
 /** A hold is never shortened: one answered is the longest this visit knows of (a refused write may have shown a longer one). */
 function withLongestHold(visit: Visit, outcome: Outcome, now: Now): Outcome {
   if (outcome.kind !== 'failure' || !isHold(outcome.failure)) return outcome;
-  // A hold it kept to answer with (its own exchange's, met while it waited on another's) counts too.
-  const kept = visit.fallback && isHold(visit.fallback.failure) ? visit.fallback.failure : undefined;
-  const longest = [outcome.failure, visit.tableHold, heldNow(visit, now)?.honoured, kept].reduce(longer, undefined) as Remembered;
-  return longest === outcome.failure ? outcome : { ...outcome, failure: longest, metAt: now.epoch };
+  const longest = [outcome.failure, visit.tableHold, heldNow(visit, now)?.honoured].reduce(longer, undefined) as Remembered;
+  const answered = longest === outcome.failure ? outcome : { ...outcome, failure: longest, metAt: now.epoch };
+  // The IdP's own 429 to this request, met while it waited on another's exchange, says its seconds, unless a hold ends later than they do.
+  const own = visit.fallback && visit.fallback.cause === 'exchange' && isHold(visit.fallback.failure) ? visit.fallback : undefined;
+  return own && own.failure.until - own.metAt >= answered.failure.until - Math.min(now.epoch, answered.metAt) ? own : answered;
 }
 
 /** A failure as this visit answers it: with the newest token that may stand in, and whom a hold covers. */

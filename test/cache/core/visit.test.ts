@@ -574,11 +574,63 @@ describe('a waiter whose look fails', () => {
     expect(answerOf(actions)).toEqual({ kind: 'token', entry: theirs, from: 'table', runningAt: theirs.receivedAt });
   });
 
+  it('answers its own failure once the holder is gone with no outcome, having asked once already', () => {
+    const waiting = run(start(), [read(claimed(), 0), 2], [tick(102), 102]);
+    const asked = run(waiting, [READ_FAILED, 104]);
+    const own = failure('upstream_error', 1200);
+    const failed = run(asked, [gotFailure(own), 200]);
+    const { actions } = run(
+      failed,
+      [tick(failed.visit.situation.kind === 'waiting' ? (failed.visit.situation.pollAt ?? 0) : 0), 300],
+      [read(item(), 300), 302],
+    );
+
+    expect(answerOf(actions)).toMatchObject({ kind: 'failure', failure: own, cause: 'exchange' });
+  });
+
+  it("answers the IdP's own 429 with its seconds when the holder's hold ends no later, and the holder's when it ends later", () => {
+    const waiting = run(start(), [read(claimed(), 0), 2], [tick(102), 102]);
+    const asked = run(waiting, [READ_FAILED, 104]);
+    const own = failure('upstream_throttled', 5200);
+    const failed = run(asked, [gotFailure(own), 200]);
+    const pollAt = failed.visit.situation.kind === 'waiting' ? (failed.visit.situation.pollAt ?? 0) : 0;
+    const holderHold = (untilMs: number) =>
+      answerOf(
+        run(
+          failed,
+          [tick(pollAt), 300],
+          [read(item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_throttled', untilMs) })] }), 300), 302],
+        ).actions,
+      );
+
+    expect(holderHold(5250)).toMatchObject({ failure: own, metAt: epoch(200) });
+    expect(holderHold(9000)).toMatchObject({ failure: failure('upstream_throttled', 9000) });
+  });
+
   it('answers a timeout of its own at its deadline, with no claim to release', () => {
     const { visit, actions } = run(start({ deadline: monoMs(1000) }), [read(claimed({ leftMs: 900 }), 0), 2], [tick(1000), 1000]);
 
     expect(kinds(actions)).toEqual(['answer']);
     expect(answerOf(actions)).toMatchObject({ kind: 'failure', cause: 'deadline' });
     expect(visitOver(visit)).toBe(true);
+  });
+});
+
+describe('the outcomes a write carries', () => {
+  it('keeps at most the bound, dropping the oldest hold when every outcome is a hold', () => {
+    const holdsEnded = ['h1', 'h2', 'h3', 'h4', 'h5'].map((holder) =>
+      ended(holder, { kind: 'failure', failure: failure('upstream_throttled', -1000) }),
+    );
+    const { actions } = run(start(), [read(item({ ended: holdsEnded }), 0), 2]);
+
+    expect(writeOf(actions, 'claim')?.state.ended.map((one) => one.holder)).toEqual(['h2', 'h3', 'h4', 'h5']);
+  });
+
+  it('drops the oldest outcome that is not a hold first', () => {
+    const error = (holder: string) => ended(holder, { kind: 'failure', failure: failure('upstream_error', -500) });
+    const mixed = [ended('h1', { kind: 'failure', failure: failure('upstream_throttled', -1000) }), ...['e2', 'e3', 'e4', 'e5'].map(error)];
+    const { actions } = run(start(), [read(item({ ended: mixed }), 0), 2]);
+
+    expect(writeOf(actions, 'claim')?.state.ended.map((one) => one.holder)).toEqual(['h1', 'e3', 'e4', 'e5']);
   });
 });

@@ -170,6 +170,8 @@ export class TokenCache {
    */
   private again(outcome: Outcome, ask: CacheAsk): boolean {
     if (outcome.kind === 'failure' && outcome.cause === 'deadline') return !ask.deadline.passed();
+    // A failure whose time was over before this request came is no answer to it: it asks again.
+    if (outcome.kind === 'failure' && outcome.failure.until <= ask.arrivedAt) return true;
     if (outcome.kind === 'token' && !keepable(outcome.entry.token) && outcome.runningAt < ask.arrivedAt) {
       return true;
     }

@@ -134,6 +134,20 @@ describe('TOKEN_CACHE=memory, a request that shares a fetch', () => {
     expect(server.received).toHaveLength(2);
   });
 
+  it('asks again when the fetch failed with a failure whose time was over before it came', async () => {
+    server.answer(after(300, json(500, { error: 'server_error' })));
+    const cache = new TokenCache(undefined, runtime, SETTINGS);
+    const first = cache.resolve(ask());
+    const laterAsk = ask(5000, { arrivedAt: epochMs(wall + 2000) });
+
+    const later = cache.resolve(laterAsk);
+
+    await expect(first).rejects.toMatchObject({ code: 'upstream_error' });
+    await expect(later).rejects.toMatchObject({ code: 'upstream_error' });
+    // It asked again, and memory (whose clock stands at the first's) answered the failure it remembers.
+    expect(laterAsk.report.remembered).toBe('failure');
+  });
+
   it("gives a no-cache request the fetch's failure, which no request remembered before it came", async () => {
     server.answer(after(300, json(500, { error: 'server_error' })));
     const cache = new TokenCache(undefined, runtime, SETTINGS);

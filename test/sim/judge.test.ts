@@ -838,6 +838,21 @@ describe('401 outlived', () => {
     expect(broken(tell(80_010))).toEqual(['401 outlived']);
   });
 
+  it("excuses the key's item deleted or overwritten with garbage after the 401 (its first copy, none, written back) for the fleet alone", () => {
+    const tell = (action: 'delete' | 'garbage' | 'retype', instance = 'i1') => {
+      const story = new Story();
+      const token = rejected(story);
+      story.tamper(85_000, 'a', action);
+      story.kept(instance, 86_000, token, 'stale');
+      return story.record();
+    };
+
+    expect(judge(tell('delete'))).toEqual([]);
+    expect(judge(tell('garbage'))).toEqual([]);
+    expect(broken(tell('retype'))).toEqual(['401 outlived']);
+    expect(broken(tell('delete', 'i0'))).toEqual(['401 outlived']);
+  });
+
   it("excuses the fleet when the 401's instance could not publish it, not when the answering one failed", () => {
     const tell = (instance: string) => {
       const story = new Story();
@@ -874,15 +889,6 @@ describe('401 outlived', () => {
 
     expect(judge(tell('memory'))).toEqual([]);
     expect(broken(tell('shared'))).toEqual(['401 outlived']);
-  });
-
-  it('is excused by no write but an old copy put back', () => {
-    const story = new Story();
-    const token = rejected(story);
-    story.tamper(85_000, 'a', 'delete');
-    story.kept('i1', 86_000, token, 'stale');
-
-    expect(broken(story.record())).toEqual(['401 outlived']);
   });
 
   it('binds no other instance when the request that got it was never answered', () => {

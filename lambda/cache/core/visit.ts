@@ -13,7 +13,7 @@ import {
   withEcho,
 } from './claims';
 import { EMPTY_MEMO, entryOf, type Ended, endsAt, keeping, type KeyItem, type KeyMemo, type SharedOutcome, storedOf } from './item';
-import { CLOCK_TOLERANCE_MS, type Entry, keepable, newest, openToFleet, phaseOf, served, tokenBytes } from './lifetime';
+import { CLOCK_TOLERANCE_MS, type Entry, expiresAt, keepable, newest, openToFleet, phaseOf, served, tokenBytes } from './lifetime';
 import { type ExchangeResult, type FailureOutcome, type Outcome, tokenOutcome } from './outcome';
 import {
   answersNoCache,
@@ -864,7 +864,13 @@ function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefin
     const token = kept ? 'kept' : inline ? storedOf(entry) : 'unshared';
     // A token no item can carry reaches no waiter through the table: the key's next ones will not either.
     if (token === 'unshared' && bytes > visit.settings.itemTokenBytes) {
-      memo = { ...memo, oversizeUntil: epochMs(Math.max(memo.oversizeUntil, now.epoch + visit.settings.oversizeKnownMs)) };
+      // Its receiver still keeps it: a rejection this item meets later must outlive it there too.
+      const keptUntil = keepable(entry.token) ? Math.max(memo.keptUntil, expiresAt(entry)) : memo.keptUntil;
+      memo = {
+        ...memo,
+        keptUntil: epochMs(keptUntil),
+        oversizeUntil: epochMs(Math.max(memo.oversizeUntil, now.epoch + visit.settings.oversizeKnownMs)),
+      };
     }
     const until = epochMs(now.epoch + visit.settings.upstreamTimeoutMs);
     const answerBy = epochMs(now.epoch + Math.min(visit.ask.deadline, now.mono + visit.hedgeMs) - now.mono);

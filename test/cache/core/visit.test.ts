@@ -475,6 +475,19 @@ describe("a token's place in the item", () => {
     expect(publishedWith(item())).toMatchObject({ kind: 'answered', token: { by: 'here' } });
   });
 
+  it('too large for any item: the memo knows it, and its expiry when its receiver keeps it, so a later rejection outlives it', () => {
+    const published = (expiresIn: number) => {
+      const held = run(start(), [read(item()), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);
+      const huge = token('huge'.padEnd(SETTINGS.itemTokenBytes + 1, 'x'), -50, { expiresIn });
+      return { huge, memo: writeOf(run(held, [gotToken(huge), 50]).actions, 'publish')?.state.memo };
+    };
+    const kept = published(90_000);
+
+    expect(kept.memo).toMatchObject({ kept: null, keptUntil: epochMs(kept.huge.receivedAt + 90_000_000) });
+    expect(kept.memo?.oversizeUntil).toBeGreaterThan(0);
+    expect(published(20).memo).toMatchObject({ kept: null, keptUntil: epochMs(0) });
+  });
+
   it('is not taken by a visit that never read the item: it writes over it as absent', () => {
     const hedged = run(start(), [tick(HEDGE_MS), HEDGE_MS]);
     const { actions } = run(hedged, [gotToken(token('new', -HEDGE_MS - 10)), HEDGE_MS + 10]);

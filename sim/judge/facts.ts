@@ -1,5 +1,6 @@
 import type { Answer, Asked, IdpCall, IdpPhase, SimKey, SimRecord, Tampering, Violation } from '../record';
 import {
+  DEAD_HOLDER_DELAY_MS,
   COPY_SAYS_LESS_MS,
   EXPIRY_GUARD_MS,
   FAILURE_REMEMBERED_MS,
@@ -329,6 +330,19 @@ export class Facts {
   /** Instances that stopped renewing a claim on `key` in [from, to] ("A dead holder": "it died, or its writes no longer land"). */
   stoppedHolders(key: string, from: number, to: number): StoppedHolder[] {
     return this.stopped.get(key)?.within(from, to) ?? [];
+  }
+
+  /**
+   * Holders whose claim may still stand for a request arriving at `at`: stopped in the second before, or
+   * earlier with no other instance sending for the key since (a takeover sends), so that the request meets
+   * the claim and may spend its 1 s on it (liveness "never compares two clocks": only watching tells).
+   */
+  standingStopped(key: string, at: number): StoppedHolder[] {
+    return this.stoppedHolders(key, -Infinity, at).filter(
+      (holder) =>
+        holder.at >= at - DEAD_HOLDER_DELAY_MS ||
+        !this.callsFor(key).some((call) => call.instance !== holder.instance && call.sentAt > holder.at && call.sentAt < at),
+    );
   }
 
   // ---- holds ----

@@ -1,4 +1,4 @@
-import type { IdpOutcome } from '../record';
+import type { Asked, IdpCall, IdpOutcome } from '../record';
 import {
   CLOCKS_APART_MS,
   ITEM_LIMIT_BYTES,
@@ -39,16 +39,17 @@ function metFailure(facts: Facts, { asked, answer, key }: Answered, outcome: Idp
     if (!facts.shared && call.instance !== asked.instance) return false;
     if (call.endedAt >= asked.arrivedAt) {
       const waited = facts.shared || call.sentAt <= asked.arrivedAt;
-      const leader = facts.requests.get(call.request);
-      const takesOver =
-        outcome === 'timeout' &&
-        leader !== undefined &&
-        facts.deadline(asked) > facts.deadline(leader) + facts.T * (TAKE_OVER_SHARE + TAKE_OVER_RESOLUTION_SHARE);
-      return waited && !takesOver;
+      return waited && !(outcome === 'timeout' && outlasts(facts, asked, call));
     }
     const kept = rememberedMs(call, facts.T);
     return !asked.noCache && kept > 0 && call.endedAt >= asked.arrivedAt - kept - facts.slack(call.instance, asked.instance);
   });
+}
+
+/** Whether `asked`'s deadline ends far enough after that of the request that sent `call` to spend a call of its own ("Bursts"). */
+function outlasts(facts: Facts, asked: Asked, call: IdpCall): boolean {
+  const leader = facts.requests.get(call.request);
+  return leader !== undefined && facts.deadline(asked) > facts.deadline(leader) + facts.T * (TAKE_OVER_SHARE + TAKE_OVER_RESOLUTION_SHARE);
 }
 
 /** A token issued within the clocks' 5 s after a 401 another instance got: it may be denied standing in (see CLOCKS_APART_MS). */
@@ -181,12 +182,13 @@ export const failureInvariants: readonly Invariant[] = [
         if (outcome === undefined || key.kind === 'assertion') continue;
         if (facts.offSurely(key, asked.arrivedAt, answer.status) || metFailure(facts, answered, outcome)) continue;
         if (outcome === 'timeout') {
-          const from = asked.arrivedAt - DEAD_HOLDER_DELAY_MS;
           // A holder that stopped costs up to 1 s of the deadline: excused only where off with that much less would not surely answer.
+          const lessened = facts.off(key, asked.arrivedAt, facts.T - DEAD_HOLDER_DELAY_MS);
           const deadHolder =
             facts.shared &&
-            facts.stoppedHolders(key.id, from, answer.answeredAt).length > 0 &&
-            !facts.offSurely(key, asked.arrivedAt, 200, facts.T - DEAD_HOLDER_DELAY_MS);
+            (facts.standingStopped(key.id, asked.arrivedAt).length > 0 ||
+              facts.stoppedHolders(key.id, asked.arrivedAt, answer.answeredAt).length > 0) &&
+            !(lessened.size === 1 && !lessened.has(504));
           // Waiting on the table's news of another's exchange, which the contract does not promise when the table fails.
           const tableFailedIt = facts.tableFault(asked.instance, asked.arrivedAt, answer.answeredAt, key.id);
           // DynamoDB's item limit: a token too large for the table never reaches those who waited on its exchange.
@@ -208,7 +210,13 @@ export const failureInvariants: readonly Invariant[] = [
             facts
               .tokensWithin(key.id, asked.arrivedAt, asked.arrivedAt + facts.spread)
               .some((issued) => !issued.life.kept && issued.receiver !== asked.instance);
-          if (deadHolder || tableFailedIt || tooLarge || clockedOut) continue;
+          // "Bursts": it shares the exchange still running at its deadline, whose own deadline ends later (it cannot outlast that).
+          const sharedRunning =
+            facts.shared &&
+            facts
+              .callsFor(key.id)
+              .some((call) => call.request !== asked.id && call.sentAt < answer.answeredAt && call.endedAt > answer.answeredAt);
+          if (deadHolder || tableFailedIt || tooLarge || clockedOut || sharedRunning) continue;
         }
         const off = [...facts.off(key, asked.arrivedAt)].join(' or ') || 'nothing known';
         flag(answer.answeredAt, `${describe(asked)} got ${answer.status} where off would have answered ${off}, and met no such failure`);

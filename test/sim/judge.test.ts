@@ -1140,18 +1140,45 @@ describe('worse than off', () => {
     expect(broken(tell(4000))).toEqual(['worse than off']);
   });
 
-  it('excuses a dead holder for 1 s after its death, not more', () => {
-    const [kept, past] = twice(
-      (story, step) => {
-        story.ask('i1', 0);
-        story.die('i1', 100);
-        story.error(story.ask('i0', 1100 + step), 1100 + step + T, 504);
-      },
-      { phases: [failing({ kind: 'token', expiresIn: 100 }, 20, 4500)] },
-    );
+  it('excuses a dead holder while its claim may stand: for 1 s after its death, and until another instance sends for the key', () => {
+    const tell = (arrives: number, takeover?: number) => {
+      const story = new Story({ phases: [failing({ kind: 'token', expiresIn: 100 }, 20, 4500)] });
+      story.ask('i1', 0);
+      story.die('i1', 100);
+      if (takeover !== undefined) story.miss('i2', takeover, { expiresIn: 20 });
+      story.error(story.ask('i0', arrives), arrives + T, 504);
+      return story.record();
+    };
 
-    expect(judge(kept)).toEqual([]);
-    expect(broken(past)).toEqual(['worse than off']);
+    expect(judge(tell(1100, 1050))).toEqual([]);
+    expect(judge(tell(5000, 5001))).toEqual([]);
+    expect(broken(tell(1101, 1050))).toEqual(['worse than off']);
+  });
+
+  it('excuses a dead holder only where off, 1 s shorter, would not surely have answered a 401 either', () => {
+    const tell = (maxMs: number) => {
+      const story = new Story({ phases: [failing({ kind: 'reject' }, 20, maxMs)] });
+      story.ask('i1', 0);
+      story.die('i1', 100);
+      story.error(story.ask('i0', 1100), 1100 + T, 504);
+      return story.record();
+    };
+
+    expect(judge(tell(4001))).toEqual([]);
+    expect(broken(tell(4000))).toEqual(['worse than off']);
+  });
+
+  it('excuses a timeout at its deadline while an exchange for its key, sent after it came, still runs', () => {
+    const tell = (latencyMs: number) => {
+      const story = new Story({ phases: [failing({ kind: 'error' })] });
+      const leader = story.ask('i1', 10);
+      story.error(leader, story.call(leader, 'error', { sentAt: 17, latencyMs }).endedAt - EPOCH, 502);
+      story.error(story.ask('i0', 0), T, 504);
+      return story.record();
+    };
+
+    expect(judge(tell(T - 16))).toEqual([]);
+    expect(broken(tell(T - 17))).toEqual(['worse than off']);
   });
 
   it("excuses a timeout while its own instance's calls on the key's item failed, and nothing else's", () => {

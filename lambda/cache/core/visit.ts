@@ -424,6 +424,10 @@ function outlasted(visit: Visit, ended: Ended, now: Now): boolean {
   return since && visit.ask.deadline - now.mono > visit.settings.dominanceMs;
 }
 
+function sameReceipt(a: Entry, b: Entry): boolean {
+  return a.receivedAt === b.receivedAt && a.receivedBy === b.receivedBy;
+}
+
 /** What a read teaches: the item's rejection, kept token and remembered failure, merged with what the visit knew. */
 function learn(visit: Visit, read: KeyRead, now: Now): Visit {
   const memo = read.state?.memo ?? EMPTY_MEMO;
@@ -471,7 +475,8 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
     confirmed: true,
     oversize: memo.oversizeUntil > now.epoch,
     seen,
-    seenInItem: seen !== undefined && (seen === shown || (visit.seenInItem && seen === visit.seen)),
+    // The same receipt, whichever copy stands for it: memory's own wins a tie with the item's.
+    seenInItem: seen !== undefined && ((shown !== undefined && sameReceipt(seen, shown)) || (visit.seenInItem && seen === visit.seen)),
     outlasts: [...visit.outlasts.filter((holder) => !outlasts.includes(holder)), ...outlasts].slice(-visit.settings.kept.ended),
     tableFailure: fromFleet(failure, now.epoch),
     // A hold seen in an earlier read stays known though a later write left it out: a hold is never shortened.

@@ -520,6 +520,21 @@ describe('after a pepper switch', () => {
   });
 });
 
+describe('after a pepper switch, a token memory kept from before', () => {
+  it('stands in for a failure once the new item shows that very receipt, though memory holds its own copy of it', () => {
+    const copy = token('copy', 3_400_000, { by: 'there' });
+    const failedWith = (state: KeyItem) =>
+      answerOf(
+        run(start({ memory: { ...NOTHING, entry: copy }, pepperSwitchedAt: epoch(-1000) }), [holds(undefined), 1], [read(state), 2])
+          .actions,
+      );
+    const failing = [ended('other', { kind: 'failure', failure: failure('upstream_error', 1000) })];
+
+    expect(failedWith(keeping(copy, { ended: failing }))).toMatchObject({ kind: 'failure', kept: copy });
+    expect(failedWith(item({ ended: failing }))).toMatchObject({ kind: 'failure', kept: undefined });
+  });
+});
+
 describe("a waiter finds its holder's outcome", () => {
   /** Waiting on `other`'s claim, read at 0: its next poll is due at 102. */
   const waitingOn = (parts: Partial<VisitAsk> = {}) => run(start(parts), [read(claimed(), 0), 2], [tick(102), 102]);

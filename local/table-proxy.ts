@@ -61,17 +61,17 @@ export async function startTableProxy(target: string): Promise<TableProxy> {
         return;
       }
       const pass = () => {
-        void send(target, incoming.headers, seen.body).then(
-          async (answer) => {
+        void send(target, incoming.headers, seen.body)
+          .then(async (answer) => {
             if (current.kind === 'lose-answer' && applies) return;
             const body = await withOldItem(target, incoming.headers, seen.body, answer);
             // The whole body is sent at once, with its length, never chunked.
             const { 'transfer-encoding': _chunked, ...headers } = answer.headers;
             outgoing.writeHead(answer.status, { ...headers, 'content-length': String(Buffer.byteLength(body)) });
             outgoing.end(body);
-          },
-          () => outgoing.destroy(),
-        );
+          })
+          // The table gone mid-call (its read of the refusing item included, as at shutdown): the caller sees its connection drop.
+          .catch(() => outgoing.destroy());
       };
       if (current.kind === 'delay' && applies) {
         const ms = current.ms + Math.random() * Math.max(0, (current.upToMs ?? current.ms) - current.ms);

@@ -64,6 +64,13 @@ describe('the README and docs/', () => {
     expect(bytes).toBeLessThanOrEqual(80_000);
   });
 
+  it('says in the README that the npm package `aws-lambda` is not installed, and the lock file holds none', () => {
+    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, unknown> };
+
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toMatch(/npm package named `aws-lambda`[^.]*it is not installed/);
+    expect(Object.keys(lock.packages).filter((path) => path.endsWith('node_modules/aws-lambda'))).toEqual([]);
+  });
+
   it('links every page of docs/ from the README, so none is out of reach', () => {
     const linked = new Set(relativeLinks('README.md').map((target) => target.split('#')[0]));
 

@@ -3,6 +3,7 @@ import { keepable, newest, openToFleet } from './lifetime';
 import type { Entry } from './lifetime';
 import type { Outcome } from './outcome';
 import {
+  happenedAt,
   inForce,
   isHold,
   type KeyView,
@@ -122,8 +123,13 @@ export class MemoryTier {
       if (keepable(outcome.entry.token)) this.keep(slot, [outcome.entry]);
     } else if (outcome.cause !== 'deadline') {
       const { failure } = outcome;
-      // A rejection met without the table's word is dated when this instance met it.
-      const unknown: Rejection = failure.code === 'unauthorized' ? { at: outcome.metAt, own: true } : NO_REJECTION;
+      // A rejection met without the table's word is dated when it happened: met here now, or as remembered (maybe by another clock).
+      const unknown: Rejection =
+        failure.code !== 'unauthorized'
+          ? NO_REJECTION
+          : outcome.cause === 'exchange'
+            ? { at: outcome.metAt, own: true }
+            : { at: happenedAt(failure), own: false };
       slot.rejection = laterRejection(slot.rejection, outcome.rejection === 'unknown' ? unknown : outcome.rejection);
       this.keep(slot, outcome.kept ? [outcome.kept] : []);
       // A hold this request's own exchange earned covers whom its scope says; one seen elsewhere, this key alone.

@@ -288,6 +288,16 @@ describe('store, from an outcome', () => {
     expect([slot.rejection, slot.kept, slot.failure]).toEqual([{ at: at(-300), own: true }, undefined, rejected(5000)]);
   });
 
+  it('dates a remembered rejection told without the table’s word when it happened, by a clock that may be another’s', () => {
+    const memory = tier();
+    const slot = memory.slot('k');
+
+    // Remembered for 5 s until 2 s from now: met 3 s ago, whoever met it.
+    memory.store('k', slot, 'hold', failed(rejected(2000), { rejection: 'unknown', cause: 'failure', metAt: at(-300) }), false, NOW);
+
+    expect(slot.rejection).toEqual({ at: at(-3000), own: false });
+  });
+
   it('keeps its token when a fetch that could not read the table failed otherwise', () => {
     const memory = tier();
     const slot = memory.slot('k');

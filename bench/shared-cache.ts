@@ -3,6 +3,7 @@ import { type AttributeValue, DynamoDBClient, GetItemCommand, ScanCommand } from
 import { epochMs } from '../lambda/clock';
 import { type Phase, phaseOf } from '../lambda/cache/core/lifetime';
 import { TABLE_SCHEMA } from '../lambda/cache/table-schema';
+import { ownEntry } from '../test/support/entries';
 import { type Answer, type Fleet, type Instance, TABLE } from './fleet';
 import { BENCH_TOKEN, ms, progress, ratio, row, section, summarize, tally } from './report';
 import { measure } from './worker';
@@ -22,16 +23,11 @@ const keyNames = (prefix: string, count: number): string[] => Array.from({ lengt
 const sum = (values: number[]): number => values.reduce((total, value) => total + value, 0);
 /** The first age (to 100 ms) at which a token of `expiresIn` seconds is in one of `phases`, as lambda/cache/lifetime.ts has it. */
 function ageAt(expiresIn: number, phases: Phase[]): { ms: number; phase: Phase } {
-  const entry = {
-    token: { access_token: BENCH_TOKEN, expires_in: expiresIn },
-    receivedAt: epochMs(0),
-    receivedBy: 'bench',
-    copy: false,
-    after: epochMs(0),
-    noCache: false,
-  };
-  for (let age = 0; ; age += 100)
-    if (phases.includes(phaseOf(entry, epochMs(age)))) return { ms: age, phase: phaseOf(entry, epochMs(age)) };
+  const entry = ownEntry({ access_token: BENCH_TOKEN, expires_in: expiresIn }, epochMs(0), 'bench');
+  for (let age = 0; ; age += 100) {
+    const phase = phaseOf(entry, epochMs(age));
+    if (phases.includes(phase)) return { ms: age, phase };
+  }
 }
 /** Each scenario judges its targets and returns its markdown, or nothing when its lines of the targets table say it all. */
 export async function sharedCache(fleet: Fleet): Promise<string> {

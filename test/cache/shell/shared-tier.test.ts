@@ -7,6 +7,7 @@ import { type Runtime, type SharedAsk, SharedTier } from '../../../lambda/cache/
 import { dynamoDbTable, type Table } from '../../../lambda/cache/shell/table-calls';
 import type { CacheReport } from '../../../lambda/cache/report';
 import { upstreamFailure } from '../../../lambda/errors';
+import { ownEntry } from '../../support/entries';
 import { manualClock, settle } from '../../support/manual-clock';
 import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
 
@@ -73,14 +74,7 @@ async function loaded(pepperSecret?: string): Promise<SharedTier> {
 describe('the shared tier with its table', () => {
   it("refreshes a token of this instance's own due for it, as the claim's holder, and says so", async () => {
     const shared = await loaded();
-    const due = {
-      token: TOKEN,
-      receivedAt: epochMs(runtime.epoch() - 3_215_000),
-      receivedBy: runtime.instance,
-      copy: false,
-      after: epochMs(0),
-      noCache: false,
-    };
+    const due = ownEntry(TOKEN, epochMs(runtime.epoch() - 3_215_000), runtime.instance);
     const report: CacheReport = {};
 
     const outcome = await shared.fetch(ask({ memory: { ...NOTHING, entry: due }, report }));
@@ -148,14 +142,7 @@ describe('the shared tier without its pepper', () => {
 
   it('does what memory says: answers its fresh token, or its failure in force, without the IdP', async () => {
     const shared = await loaded('no-such-secret');
-    const fresh = {
-      token: TOKEN,
-      receivedAt: runtime.epoch(),
-      receivedBy: runtime.instance,
-      copy: false,
-      after: epochMs(0),
-      noCache: false,
-    };
+    const fresh = ownEntry(TOKEN, runtime.epoch(), runtime.instance);
     const failure: Remembered = { code: 'upstream_error', until: epochMs(runtime.epoch() + 1000) };
 
     const answered = await shared.fetch(ask({ memory: { ...NOTHING, entry: fresh } }));
@@ -170,14 +157,7 @@ describe('the shared tier without its pepper', () => {
 
   it('refreshes a token due for it from the IdP, and says so', async () => {
     const shared = await loaded('no-such-secret');
-    const due = {
-      token: TOKEN,
-      receivedAt: epochMs(runtime.epoch() - 3_215_000),
-      receivedBy: runtime.instance,
-      copy: false,
-      after: epochMs(0),
-      noCache: false,
-    };
+    const due = ownEntry(TOKEN, epochMs(runtime.epoch() - 3_215_000), runtime.instance);
     const report: CacheReport = {};
 
     const outcome = await shared.fetch(ask({ memory: { ...NOTHING, entry: due }, report }));

@@ -32,13 +32,6 @@ afterAll(async () => {
   await table.close();
 });
 
-const tier = (pepperSecret = PEPPER_SECRET) =>
-  new SharedTier({
-    table: dynamoDbTable(table.tableName, SETTINGS.callLimitMs, runtime),
-    settings: SETTINGS,
-    pepper: secretsManagerPepper(pepperSecret, runtime, SETTINGS.pepper),
-    runtime,
-  });
 /** A hold the IdP asked for on another request of this instance, 20 s from now. */
 const heldFor20s = (): Remembered => ({ code: 'upstream_throttled', until: epochMs(runtime.epoch() + 20_000) });
 const ask = (parts: Partial<SharedAsk> = {}): SharedAsk => ({
@@ -64,10 +57,21 @@ const ask = (parts: Partial<SharedAsk> = {}): SharedAsk => ({
   heldNow: () => undefined,
   ...parts,
 });
-/** A tier whose pepper has loaded (or failed to). */
-async function loaded(pepperSecret?: string): Promise<SharedTier> {
-  const shared = tier(pepperSecret);
-  await shared.holdOn([], Deadline.after(runtime, 2000), {});
+/** A tier over the table (or `parts.table`) on the system's clock (or `parts.runtime`), whose pepper has loaded (or failed to). */
+async function loaded(
+  pepperSecret = PEPPER_SECRET,
+  parts: { table?: Table; settings?: typeof SETTINGS; runtime?: Runtime } = {},
+): Promise<SharedTier> {
+  const { runtime: on = runtime, settings = SETTINGS } = parts;
+  const tableCalls = parts.table ?? dynamoDbTable(table.tableName, SETTINGS.callLimitMs, on);
+  const shared = new SharedTier({
+    table: tableCalls,
+    settings,
+    pepper: secretsManagerPepper(pepperSecret, on, SETTINGS.pepper),
+    runtime: on,
+  });
+  // On the system's clock: a manual one would not move while the pepper loads.
+  await shared.holdOn([], Deadline.after(systemClock(), 2000), {});
   return shared;
 }
 
@@ -203,9 +207,7 @@ describe("the shared tier's hedge", () => {
         };
       },
     };
-    const pepper = secretsManagerPepper(PEPPER_SECRET, manual, SETTINGS.pepper);
-    const shared = new SharedTier({ table: timedTable, settings: { ...SETTINGS, memoryEntries: 1 }, pepper, runtime: manual });
-    await shared.holdOn([], Deadline.after(systemClock(), 2000), {});
+    const shared = await loaded(PEPPER_SECRET, { table: timedTable, settings: { ...SETTINGS, memoryEntries: 1 }, runtime: manual });
     const slowIdp = async () => {
       while (reading > 0) await settle();
       clock.advance(3500);

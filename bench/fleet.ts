@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { build } from 'esbuild';
 import { lambdaBuildOptions } from '../infra/bundling';
+import { systemClock } from '../lambda/clock';
 import type * as Config from '../lambda/config';
 import type * as Handler from '../lambda/handler';
 import type * as Observability from '../lambda/observability';
@@ -41,12 +42,11 @@ function fleetOf(bench: Bench, idp: Awaited<ReturnType<typeof startTokenServer>>
       const logs = lambda.powertoolsObservability(config.logLevel);
       const record: Observability.Observability['record'] = (entry, context) => (state.records.push(entry), logs.record(entry, context));
       // The fleet's wall clock, moved by `state.shift`; its timers and deadlines are the system's.
-      const clock = {
-        epoch: () => Date.now() + state.shift,
-        mono: () => performance.now(),
-        sleep: (ms: number, signal?: AbortSignal) => sleep(Math.max(0, ms), undefined, { signal }),
-      };
-      return lambda.createHandler(config, { record }, clock as unknown as Parameters<typeof lambda.createHandler>[2]);
+      return lambda.createHandler(
+        config,
+        { record },
+        systemClock(() => Date.now() + state.shift),
+      );
     });
   /** Instances in processes of their own, as Lambda runs them, from the sources; their log records join `state.records`. */
   const processes = async (size: number, mode: Config.TokenCacheMode) => {

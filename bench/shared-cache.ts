@@ -3,6 +3,7 @@ import { type AttributeValue, DynamoDBClient, GetItemCommand, ScanCommand } from
 import { epochMs } from '../lambda/clock';
 import { type Phase, phaseOf } from '../lambda/cache/core/lifetime';
 import { TABLE_SCHEMA } from '../lambda/cache/table-schema';
+import { ownEntry } from '../test/support/entries';
 import { type Answer, type Fleet, type Instance, TABLE } from './fleet';
 import { BENCH_TOKEN, ms, progress, ratio, row, section, summarize, tally } from './report';
 import { measure } from './worker';
@@ -22,31 +23,23 @@ const keyNames = (prefix: string, count: number): string[] => Array.from({ lengt
 const sum = (values: number[]): number => values.reduce((total, value) => total + value, 0);
 /** The first age (to 100 ms) at which a token of `expiresIn` seconds is in one of `phases`, as lambda/cache/lifetime.ts has it. */
 function ageAt(expiresIn: number, phases: Phase[]): { ms: number; phase: Phase } {
-  const entry = {
-    token: { access_token: BENCH_TOKEN, expires_in: expiresIn },
-    receivedAt: epochMs(0),
-    receivedBy: 'bench',
-    copy: false,
-    after: epochMs(0),
-    noCache: false,
-  };
-  for (let age = 0; ; age += 100)
-    if (phases.includes(phaseOf(entry, epochMs(age)))) return { ms: age, phase: phaseOf(entry, epochMs(age)) };
-}
-/** Each scenario judges its targets and returns its markdown, or nothing when its lines of the targets table say it all. */
-export async function sharedCache(fleet: Fleet): Promise<string> {
-  const sections = ['## Fleet: the shared token cache'];
-  const scenarios: [string, (fleet: Fleet) => Promise<string>][] = [
-    ["the fleet: a token's lifetimes at K = 1, 8, 32, each cache mode", lifetimes],
-    ['the fleet: hit latency, memory and table', hitLatency],
-    ['the fleet: a hot key as its token turns', hotKey],
-    ['the fleet: a 60 s IdP outage', idpOutage],
-  ];
-  for (const [name, scenario] of scenarios) {
-    progress(name);
-    sections.push(await scenario(fleet));
+  const entry = ownEntry({ access_token: BENCH_TOKEN, expires_in: expiresIn }, epochMs(0), 'bench');
+  for (let age = 0; ; age += 100) {
+    const phase = phaseOf(entry, epochMs(age));
+    if (phases.includes(phase)) return { ms: age, phase };
   }
-  return sections.filter(Boolean).join('\n\n');
+}
+/** Each scenario judges its targets; the first two also have a table, the others' lines of the targets table say it all. */
+export async function sharedCache(fleet: Fleet): Promise<string> {
+  progress("the fleet: a token's lifetimes at K = 1, 8, 32, each cache mode");
+  const life = await lifetimes(fleet);
+  progress('the fleet: hit latency, memory and table');
+  const latency = await hitLatency(fleet);
+  progress('the fleet: a hot key as its token turns');
+  await hotKey(fleet);
+  progress('the fleet: a 60 s IdP outage');
+  await idpOutage(fleet);
+  return ['## Fleet: the shared token cache', life, latency].join('\n\n');
 }
 
 async function lifetimes(fleet: Fleet): Promise<string> {
@@ -100,7 +93,7 @@ async function hitLatency(fleet: Fleet): Promise<string> {
   return section('### Hit latency', what, ['Call', 'p50', 'p99', 'n'], rows);
 }
 /** HOT.size instances answer the callers of one key, whose kept token turns HOT.turnMs in (the fleet's clock moves on so that it does). */
-async function hotKey(fleet: Fleet): Promise<string> {
+async function hotKey(fleet: Fleet): Promise<void> {
   for (const expiresIn of [3600, 35]) {
     fleet.reset({ delayMs: HOT.idpDelayMs, expiresIn });
     const [keys, turn, answers] = [keyNames(`hot-${expiresIn}`, HOT.rounds), ageAt(expiresIn, ['refresh', 'stale']), [] as Answer[][]];
@@ -126,10 +119,9 @@ async function hotKey(fleet: Fleet): Promise<string> {
     if (turn.phase === 'stale') verdict(`Hot key, no refresh ahead possible (the before), ${label}`, measured, 'reported');
     else atMost(`Hot key across a refresh ahead, ${label}: p99 of the span / of the hits`, measured, over, TARGETS.hotOverHit, 'x');
   }
-  return '';
 }
 /** The fleet keeps its tokens; then the IdP answers 500 for OUTAGE.forMs while the callers keep coming. */
-async function idpOutage(fleet: Fleet): Promise<string> {
+async function idpOutage(fleet: Fleet): Promise<void> {
   fleet.reset({ expiresIn: OUTAGE.expiresIn });
   const [instances, keys] = [fleet.instances(OUTAGE.size, 'shared'), keyNames('outage', OUTAGE.keys)];
   for (const instance of instances) for (const key of keys) await fleet.ask(instance, key, instance === instances[0] ? 'miss' : 'hit');
@@ -144,5 +136,4 @@ async function idpOutage(fleet: Fleet): Promise<string> {
   const details = `per key ${perKey.join(', ')}, at most ${busiest} in one second; answers: ${answered}`;
   const busiestKey = Math.max(...perKey) / s;
   fleet.bench.atMost(label, `${busiestKey.toFixed(2)} (${details})`, busiestKey, TARGETS.outagePerKeyPerS);
-  return '';
 }

@@ -8,17 +8,28 @@ import type { AddressInfo, Socket } from 'node:net';
  * and never answer (the write lands, its answer is lost), cut the connection, or answer a DynamoDB
  * error itself (status and `__type`, as DynamoDB sends them). All but passing and cutting apply to every
  * request, or `only` to one operation, or only to requests whose body holds `matching` (one instance's
- * claim, say).
+ * claim, say). `cut-answer` applies once: the next such request lands and its connection is cut before
+ * the answer, as a network fault would; then the proxy passes (the client's retry too). `hold` keeps
+ * every request until the test answers it ({@link TableProxy.nextHeld}), with what it likes.
  */
 export type ProxyMode =
   | { kind: 'pass' }
   | { kind: 'delay'; ms: number; upToMs?: number; matching?: string }
   | { kind: 'hang'; only?: Operation; matching?: string }
   | { kind: 'lose-answer'; only?: Operation; matching?: string }
+  | { kind: 'cut-answer'; only?: Operation; matching?: string }
   | { kind: 'reset' }
-  | { kind: 'error'; status: number; type: string; only?: Operation; matching?: string };
+  | { kind: 'error'; status: number; type: string; only?: Operation; matching?: string }
+  | { kind: 'hold' };
 
 type Operation = 'GetItem' | 'PutItem' | 'DeleteItem';
+
+/** A request the proxy holds: the table never sees it; its caller waits until the test answers. */
+export interface HeldCall {
+  readonly operation: string;
+  readonly body: string;
+  answer(status: number, body: string, headers?: Record<string, string>): void;
+}
 
 export interface TableProxy {
   /** `http://127.0.0.1:PORT`, for AWS_ENDPOINT_URL_DYNAMODB. */
@@ -26,6 +37,8 @@ export interface TableProxy {
   /** The operation (`DynamoDB_20120810.GetItem`) and JSON body of every request seen so far. */
   readonly received: { operation: string; body: string }[];
   set(mode: ProxyMode): void;
+  /** The oldest request held and not yet taken, once there is one. */
+  nextHeld(): Promise<HeldCall>;
   close(): Promise<void>;
 }
 
@@ -39,6 +52,8 @@ export async function startTableProxy(target: string): Promise<TableProxy> {
   const received: { operation: string; body: string }[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
+  const held: HeldCall[] = [];
+  let arrived: () => void = () => undefined;
   const server = createServer((incoming, outgoing) => {
     const seen = { operation: String(incoming.headers['x-amz-target'] ?? ''), body: '' };
     received.push(seen);
@@ -51,6 +66,18 @@ export async function startTableProxy(target: string): Promise<TableProxy> {
         (!('only' in current) || current.only === undefined || seen.operation.endsWith(`.${current.only}`)) &&
         (!('matching' in current) || current.matching === undefined || seen.body.includes(current.matching));
       if (current.kind === 'hang' && applies) return;
+      if (current.kind === 'hold') {
+        held.push({
+          ...seen,
+          answer: (status, body, headers = {}) => {
+            outgoing.writeHead(status, { 'content-type': 'application/x-amz-json-1.0', ...headers });
+            outgoing.end(body);
+          },
+        });
+        arrived();
+        return;
+      }
+      if (current.kind === 'cut-answer' && applies && mode === current) mode = { kind: 'pass' };
       if (current.kind === 'reset') {
         incoming.socket.destroy();
         return;
@@ -64,6 +91,7 @@ export async function startTableProxy(target: string): Promise<TableProxy> {
         void send(target, incoming.headers, seen.body)
           .then(async (answer) => {
             if (current.kind === 'lose-answer' && applies) return;
+            if (current.kind === 'cut-answer' && applies) return void incoming.socket.destroy();
             const body = await withOldItem(target, incoming.headers, seen.body, answer);
             // The whole body is sent at once, with its length, never chunked.
             const { 'transfer-encoding': _chunked, ...headers } = answer.headers;
@@ -96,6 +124,10 @@ export async function startTableProxy(target: string): Promise<TableProxy> {
     received,
     set(next) {
       mode = next;
+    },
+    async nextHeld() {
+      while (held.length === 0) await new Promise<void>((resolve) => (arrived = resolve));
+      return held.shift() as HeldCall;
     },
     async close() {
       for (const timer of timers) clearTimeout(timer);

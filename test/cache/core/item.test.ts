@@ -13,6 +13,7 @@ import {
   usefulUntil,
 } from '../../../lambda/cache/core/item';
 import { CLOCK_TOLERANCE_MS, type Entry } from '../../../lambda/cache/core/lifetime';
+import { ownEntry } from '../../support/entries';
 
 // What a table item holds and how long it is of use. T0 is when its token arrived; at(ms) is ms from it.
 
@@ -27,12 +28,8 @@ const stored: StoredToken = {
   noCache: false,
 };
 const entry = (receivedMs: number, expiresIn = 3600): Entry => ({
-  token: { access_token: `t${receivedMs}`, expires_in: expiresIn },
-  receivedAt: at(receivedMs),
-  receivedBy: 'receiver',
+  ...ownEntry({ access_token: `t${receivedMs}`, expires_in: expiresIn }, at(receivedMs), 'receiver'),
   copy: true,
-  after: epochMs(0),
-  noCache: false,
 });
 const claim: ClaimFacts = { holder: 'h', beat: 2, leftMs: 4000, runMs: 500, claimedAt: at(0), lineage: [], echoes: [] };
 const key = (memo: Partial<KeyMemo>, parts: Partial<Extract<ItemState, { kind: 'key' }>> = {}): ItemState => ({

@@ -13,20 +13,15 @@ import {
   tokenBytes,
 } from '../../../lambda/cache/core/lifetime';
 import type { IdpToken } from '../../../lambda/upstream/exchange';
+import { ownEntry } from '../../support/entries';
 
 // A kept token's life, by the contract's Lifetime and Clocks rules. Every time is `at(ms)`: ms after the token arrived.
 
 const RECEIVED = 1_800_000_000_000;
 const at = (ms: number) => epochMs(RECEIVED + ms);
 /** A token this instance received at RECEIVED, with `expires_in` as given. */
-const own = (expiresIn: unknown, extra: Record<string, unknown> = {}): Entry => ({
-  token: { access_token: 'at', expires_in: expiresIn, ...extra } as IdpToken,
-  receivedAt: at(0),
-  receivedBy: 'this-instance',
-  copy: false,
-  after: epochMs(0),
-  noCache: false,
-});
+const own = (expiresIn: unknown, extra: Record<string, unknown> = {}): Entry =>
+  ownEntry({ access_token: 'at', expires_in: expiresIn, ...extra } as IdpToken, at(0), 'this-instance');
 /** The same token as another instance holds it: a copy from the table, dated by the receiver's clock. */
 const copy = (expiresIn: unknown, extra: Record<string, unknown> = {}): Entry => ({ ...own(expiresIn, extra), copy: true });
 

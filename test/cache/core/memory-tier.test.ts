@@ -3,6 +3,7 @@ import type { Entry } from '../../../lambda/cache/core/lifetime';
 import { MemoryTier } from '../../../lambda/cache/core/memory-tier';
 import { type FailureOutcome, tokenOutcome } from '../../../lambda/cache/core/outcome';
 import { NO_REJECTION, type Rejection, type Remembered } from '../../../lambda/cache/core/rules';
+import { ownEntry } from '../../support/entries';
 
 // One instance's memory, driven directly: what it keeps from an outcome, what it shows a request,
 // and what it lets go first. Times are epoch milliseconds from NOW, passed in.
@@ -13,11 +14,8 @@ const token = (
   receivedMs: number,
   { expiresIn = 3600, copy = false, noCache = false }: { expiresIn?: number; copy?: boolean; noCache?: boolean } = {},
 ): Entry => ({
-  token: { access_token: `t${receivedMs}`, expires_in: expiresIn },
-  receivedAt: at(receivedMs),
-  receivedBy: copy ? 'another' : 'this',
+  ...ownEntry({ access_token: `t${receivedMs}`, expires_in: expiresIn }, at(receivedMs), copy ? 'another' : 'this'),
   copy,
-  after: epochMs(0),
   noCache,
 });
 const hold = (ms: number): Remembered => ({ code: 'upstream_throttled', until: at(ms) });

@@ -26,6 +26,7 @@ import {
   type Remembered,
   remember,
 } from '../../../lambda/cache/core/rules';
+import { ownEntry } from '../../support/entries';
 
 // The cache's rules for one key, as the contract states them. NOW is the request's moment; at(ms) is ms from it.
 
@@ -33,14 +34,7 @@ const NOW = epochMs(1_800_000_000_000);
 const at = (ms: number) => epochMs(NOW + ms);
 const HOUR = { access_token: 'at', expires_in: 3600 };
 /** A 1 h token received `ago` ms before NOW, here: fresh until 3210 s, due for refresh until 3240 s, stale until 3600 s. */
-const kept = (ago: number, copy = false): Entry => ({
-  token: HOUR,
-  receivedAt: at(-ago),
-  receivedBy: copy ? 'other' : 'self',
-  copy,
-  after: epochMs(0),
-  noCache: false,
-});
+const kept = (ago: number, copy = false): Entry => ({ ...ownEntry(HOUR, at(-ago), copy ? 'other' : 'self'), copy });
 const FRESH = kept(1000);
 const REFRESH = kept(3_220_000);
 const STALE = kept(3_300_000);

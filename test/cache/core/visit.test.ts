@@ -19,6 +19,7 @@ import {
   type WriteKind,
   type WriteResult,
 } from '../../../lambda/cache/core/visit';
+import { ownEntry } from '../../support/entries';
 
 // One request's visit to the shared table, driven alone: no table, no IdP, no timers. Each test feeds
 // the transition function what happened, at exact moments of both clocks, and reads what it says to do.
@@ -31,12 +32,8 @@ const at = (ms: number): Now => ({ epoch: epochMs(T0 + ms), mono: monoMs(ms) });
 const epoch = (ms: number): EpochMs => epochMs(T0 + ms);
 /** A token of `expiresIn` s received `ago` ms before the request, by `by` (`here`: this instance). */
 const token = (name: string, ago = 0, { by = 'here', expiresIn = 3600 }: { by?: string; expiresIn?: number } = {}): Entry => ({
-  token: { access_token: name, token_type: 'Bearer', expires_in: expiresIn },
-  receivedAt: epoch(-ago),
-  receivedBy: by,
+  ...ownEntry({ access_token: name, token_type: 'Bearer', expires_in: expiresIn }, epoch(-ago), by),
   copy: by !== 'here',
-  after: epochMs(0),
-  noCache: false,
 });
 const stored = (entry: Entry): StoredToken => ({
   token: entry.token,

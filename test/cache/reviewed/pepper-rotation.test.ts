@@ -3,6 +3,7 @@
 // of a rotation reaches the other, and items sealed with the old pepper (a restored backup) are ignored.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ownEntry } from '../../support/entries';
 import { bodyOf, tokenEvent } from '../../support/events';
 import { freshInstance, type Instance, testClock } from '../../support/fleet';
 import { itemStates, PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
@@ -90,14 +91,8 @@ it('items of the table as restored from a backup no longer answer an instance th
   const { clock, old, rotate } = await rotatedFleet();
   const b = { client_id: 'e4c', client_secret: 's', access_token_url: `${server.origin}/token` };
   // The backup holds a token that the IdP has since revoked; it is restored, then the pepper rotated.
-  const revoked: Entry = {
-    token: { access_token: 'revoked-from-backup', token_type: 'Bearer', expires_in: 3600 },
-    receivedAt: epochMs(Date.now() - 60_000),
-    receivedBy: 'backup',
-    copy: true,
-    after: epochMs(0),
-    noCache: false,
-  };
+  const token = { access_token: 'revoked-from-backup', token_type: 'Bearer', expires_in: 3600 };
+  const revoked: Entry = { ...ownEntry(token, epochMs(Date.now() - 60_000), 'backup'), copy: true };
   await table.plant(table.keysOf(b), itemStates(Date.now).kept(revoked));
   await rotate();
   // Within a minute of the rotation every instance reads the pepper again.

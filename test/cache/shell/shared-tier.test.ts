@@ -7,6 +7,7 @@ import { type Runtime, type SharedAsk, SharedTier } from '../../../lambda/cache/
 import { dynamoDbTable, type Table } from '../../../lambda/cache/shell/table-calls';
 import type { CacheReport } from '../../../lambda/cache/report';
 import { upstreamFailure } from '../../../lambda/errors';
+import { ownEntry } from '../../support/entries';
 import { manualClock, settle } from '../../support/manual-clock';
 import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
 
@@ -31,13 +32,6 @@ afterAll(async () => {
   await table.close();
 });
 
-const tier = (pepperSecret = PEPPER_SECRET) =>
-  new SharedTier({
-    table: dynamoDbTable(table.tableName, SETTINGS.callLimitMs, runtime),
-    settings: SETTINGS,
-    pepper: secretsManagerPepper(pepperSecret, runtime, SETTINGS.pepper),
-    runtime,
-  });
 /** A hold the IdP asked for on another request of this instance, 20 s from now. */
 const heldFor20s = (): Remembered => ({ code: 'upstream_throttled', until: epochMs(runtime.epoch() + 20_000) });
 const ask = (parts: Partial<SharedAsk> = {}): SharedAsk => ({
@@ -63,24 +57,28 @@ const ask = (parts: Partial<SharedAsk> = {}): SharedAsk => ({
   heldNow: () => undefined,
   ...parts,
 });
-/** A tier whose pepper has loaded (or failed to). */
-async function loaded(pepperSecret?: string): Promise<SharedTier> {
-  const shared = tier(pepperSecret);
-  await shared.holdOn([], Deadline.after(runtime, 2000), {});
+/** A tier over the table (or `parts.table`) on the system's clock (or `parts.runtime`), whose pepper has loaded (or failed to). */
+async function loaded(
+  pepperSecret = PEPPER_SECRET,
+  parts: { table?: Table; settings?: typeof SETTINGS; runtime?: Runtime } = {},
+): Promise<SharedTier> {
+  const { runtime: on = runtime, settings = SETTINGS } = parts;
+  const tableCalls = parts.table ?? dynamoDbTable(table.tableName, SETTINGS.callLimitMs, on);
+  const shared = new SharedTier({
+    table: tableCalls,
+    settings,
+    pepper: secretsManagerPepper(pepperSecret, on, SETTINGS.pepper),
+    runtime: on,
+  });
+  // On the system's clock: a manual one would not move while the pepper loads.
+  await shared.holdOn([], Deadline.after(systemClock(), 2000), {});
   return shared;
 }
 
 describe('the shared tier with its table', () => {
   it("refreshes a token of this instance's own due for it, as the claim's holder, and says so", async () => {
     const shared = await loaded();
-    const due = {
-      token: TOKEN,
-      receivedAt: epochMs(runtime.epoch() - 3_215_000),
-      receivedBy: runtime.instance,
-      copy: false,
-      after: epochMs(0),
-      noCache: false,
-    };
+    const due = ownEntry(TOKEN, epochMs(runtime.epoch() - 3_215_000), runtime.instance);
     const report: CacheReport = {};
 
     const outcome = await shared.fetch(ask({ memory: { ...NOTHING, entry: due }, report }));
@@ -148,14 +146,7 @@ describe('the shared tier without its pepper', () => {
 
   it('does what memory says: answers its fresh token, or its failure in force, without the IdP', async () => {
     const shared = await loaded('no-such-secret');
-    const fresh = {
-      token: TOKEN,
-      receivedAt: runtime.epoch(),
-      receivedBy: runtime.instance,
-      copy: false,
-      after: epochMs(0),
-      noCache: false,
-    };
+    const fresh = ownEntry(TOKEN, runtime.epoch(), runtime.instance);
     const failure: Remembered = { code: 'upstream_error', until: epochMs(runtime.epoch() + 1000) };
 
     const answered = await shared.fetch(ask({ memory: { ...NOTHING, entry: fresh } }));
@@ -170,14 +161,7 @@ describe('the shared tier without its pepper', () => {
 
   it('refreshes a token due for it from the IdP, and says so', async () => {
     const shared = await loaded('no-such-secret');
-    const due = {
-      token: TOKEN,
-      receivedAt: epochMs(runtime.epoch() - 3_215_000),
-      receivedBy: runtime.instance,
-      copy: false,
-      after: epochMs(0),
-      noCache: false,
-    };
+    const due = ownEntry(TOKEN, epochMs(runtime.epoch() - 3_215_000), runtime.instance);
     const report: CacheReport = {};
 
     const outcome = await shared.fetch(ask({ memory: { ...NOTHING, entry: due }, report }));
@@ -223,9 +207,7 @@ describe("the shared tier's hedge", () => {
         };
       },
     };
-    const pepper = secretsManagerPepper(PEPPER_SECRET, manual, SETTINGS.pepper);
-    const shared = new SharedTier({ table: timedTable, settings: { ...SETTINGS, memoryEntries: 1 }, pepper, runtime: manual });
-    await shared.holdOn([], Deadline.after(systemClock(), 2000), {});
+    const shared = await loaded(PEPPER_SECRET, { table: timedTable, settings: { ...SETTINGS, memoryEntries: 1 }, runtime: manual });
     const slowIdp = async () => {
       while (reading > 0) await settle();
       clock.advance(3500);

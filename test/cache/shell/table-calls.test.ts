@@ -1,6 +1,3 @@
-import { once } from 'node:events';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { type AttributeValue, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { DYNAMODB } from '../../../lambda/aws/endpoints';
 import { awsJsonClient } from '../../../lambda/aws/json-client';
@@ -13,8 +10,8 @@ import { startTableProxy, type TableProxy } from '../../../local/table-proxy';
 import { manualClock, type ManualClock, settle } from '../../support/manual-clock';
 
 // The table calls against a real DynamoDB-compatible server (dynalite), behind the proxy that adds
-// the refusing item to a refused write as DynamoDB does; and against a held endpoint on 127.0.0.1
-// that answers when the test says, for the call limit and answers dynalite never gives.
+// the refusing item to a refused write as DynamoDB does; and with the proxy holding each call until
+// the test answers it, for the call limit and answers dynalite never gives.
 
 const TABLE = 'table-calls-test';
 const LIMIT_MS = 1000;
@@ -179,74 +176,17 @@ describe('put', () => {
   });
 });
 
-/** A request a held endpoint has not answered yet. */
-interface HeldCall {
-  readonly operation: string;
-  readonly body: string;
-  answer(status: number, body: string, headers?: Record<string, string>): void;
-}
-
-/** A DynamoDB endpoint on 127.0.0.1 that answers each call when the test tells it to. */
-async function startHeldEndpoint() {
-  const waiting: HeldCall[] = [];
-  const sockets = new Set<Socket>();
-  let arrived: () => void = () => undefined;
-  const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const headers: IncomingHttpHeaders = request.headers;
-      waiting.push({
-        operation: String(headers['x-amz-target']).split('.').pop() ?? '',
-        body: Buffer.concat(chunks).toString('utf8'),
-        answer: (status, body, extra = {}) => {
-          response.writeHead(status, { 'content-type': 'application/x-amz-json-1.0', ...extra });
-          response.end(body);
-        },
-      });
-      arrived();
-    });
-  });
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    async next(): Promise<HeldCall> {
-      while (waiting.length === 0) await new Promise<void>((resolve) => (arrived = resolve));
-      return waiting.shift() as HeldCall;
-    },
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      server.close();
-      await once(server, 'close');
-    },
-  };
-}
-
 describe('against an endpoint that answers when told', () => {
-  let held: Awaited<ReturnType<typeof startHeldEndpoint>>;
-  let heldCalls: TableCalls;
-
-  beforeAll(async () => {
-    held = await startHeldEndpoint();
-  });
   beforeEach(() => {
-    heldCalls = tableAt(held.endpoint).calls(report);
-  });
-  afterAll(async () => {
-    await held.close();
+    proxy.set({ kind: 'hold' });
   });
 
   it.each<[string, () => Promise<unknown>]>([
-    ['a read', () => heldCalls.get('k')],
-    ['a write', () => heldCalls.put('k', STATE, ABSENT, 'rev-1')],
+    ['a read', () => calls.get('k')],
+    ['a write', () => calls.put('k', STATE, ABSENT, 'rev-1')],
   ])('takes an answer to %s that comes within the call limit', async (_case, call) => {
     const result = call();
-    const pending = await held.next();
+    const pending = await proxy.nextHeld();
 
     clock.advance(LIMIT_MS - 1);
     pending.answer(200, '{}');
@@ -256,11 +196,11 @@ describe('against an endpoint that answers when told', () => {
   });
 
   it.each<[string, () => Promise<unknown>]>([
-    ['a read', () => heldCalls.get('k')],
-    ['a write', () => heldCalls.put('k', STATE, ABSENT, 'rev-1')],
+    ['a read', () => calls.get('k')],
+    ['a write', () => calls.put('k', STATE, ABSENT, 'rev-1')],
   ])('gives up %s at the call limit', async (_case, call) => {
     const result = call();
-    await held.next();
+    await proxy.nextHeld();
 
     clock.advance(LIMIT_MS);
 
@@ -268,15 +208,15 @@ describe('against an endpoint that answers when told', () => {
   });
 
   it('reads attributes that are not of the shape DynamoDB sends as absent', async () => {
-    const result = heldCalls.get('k');
-    (await held.next()).answer(200, JSON.stringify({ Item: { pk: { S: 'k' }, rev: { S: 5 }, expires: 'soon', state: { B: null } } }));
+    const result = calls.get('k');
+    (await proxy.nextHeld()).answer(200, JSON.stringify({ Item: { pk: { S: 'k' }, rev: { S: 5 }, expires: 'soon', state: { B: null } } }));
 
     expect(await result).toEqual({ rev: undefined, expiresSeconds: undefined, sealed: undefined });
   });
 
   it('reads an answer whose item is no object as no item', async () => {
-    const result = heldCalls.get('k');
-    (await held.next()).answer(200, '{"Item":"garbage"}');
+    const result = calls.get('k');
+    (await proxy.nextHeld()).answer(200, '{"Item":"garbage"}');
 
     expect(await result).toBeUndefined();
   });
@@ -285,15 +225,15 @@ describe('against an endpoint that answers when told', () => {
     ['no document', ''],
     ['an item that is no object', '{"__type":"ConditionalCheckFailedException","Item":"garbage"}'],
   ])('takes a refusal with %s as refused by an item it does not know', async (_case, body) => {
-    const result = heldCalls.put('k', STATE, ABSENT, 'rev-1');
-    (await held.next()).answer(400, body, { 'x-amzn-errortype': 'ConditionalCheckFailedException' });
+    const result = calls.put('k', STATE, ABSENT, 'rev-1');
+    (await proxy.nextHeld()).answer(400, body, { 'x-amzn-errortype': 'ConditionalCheckFailedException' });
 
     expect(await result).toEqual({ lost: undefined });
   });
 
   it('sends the condition by its parts: no string revision, or one of those named', async () => {
-    const result = heldCalls.put('k', STATE, { revs: ['rev-a', 'rev-b'], unversioned: true }, 'rev-c');
-    const call = await held.next();
+    const result = calls.put('k', STATE, { revs: ['rev-a', 'rev-b'], unversioned: true }, 'rev-c');
+    const call = await proxy.nextHeld();
     call.answer(200, '{}');
     await result;
 
@@ -319,12 +259,15 @@ describe('against an endpoint that answers when told', () => {
     });
 
     it('sends one read as it is made, to open the connection, bounded by four call limits, its answer ignored', async () => {
-      Object.assign(process.env, env(held.endpoint));
+      Object.assign(process.env, env(proxy.endpoint));
 
       const table = dynamoDbTable('warm-table', LIMIT_MS, clock);
-      const warmUp = await held.next();
+      const warmUp = await proxy.nextHeld();
 
-      expect([warmUp.operation, JSON.parse(warmUp.body)]).toEqual(['GetItem', { TableName: 'warm-table', Key: { pk: { S: 'warm-up' } } }]);
+      expect([warmUp.operation, JSON.parse(warmUp.body)]).toEqual([
+        'DynamoDB_20120810.GetItem',
+        { TableName: 'warm-table', Key: { pk: { S: 'warm-up' } } },
+      ]);
       expect(clock.dueIn).toEqual([4 * LIMIT_MS]);
       clock.advance(4 * LIMIT_MS);
       await settle();
@@ -332,6 +275,7 @@ describe('against an endpoint that answers when told', () => {
     });
 
     it('reads and writes its table through the environment’s endpoint', async () => {
+      proxy.set({ kind: 'pass' }); // the table answers
       Object.assign(process.env, env(proxy.endpoint));
       const table = dynamoDbTable(TABLE, LIMIT_MS, clock).calls(report);
       const pk = fresh();

@@ -12,6 +12,7 @@ import { checkTokenUrl, parseAllowlist } from '../../../lambda/policy/token-url-
 import type { TokenRequest } from '../../../lambda/request/token-request';
 import { exchangeToken } from '../../../lambda/upstream/exchange';
 import { destroyAgents } from '../../../lambda/upstream/guarded-agents';
+import { ownEntry } from '../../support/entries';
 import { itemStates, PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
 import { manualClock, settle } from '../../support/manual-clock';
 import { DEMO_TOKEN, json, type Script, startTokenServer, type TokenServer } from '../../support/token-server';
@@ -364,17 +365,7 @@ describe('TOKEN_CACHE=shared', () => {
     const tokenRequest = request();
     const keys = requestItemKeys(table.pepper, tokenRequest.clientSecret, requestText(tokenRequest, tokenRequest.accessTokenUrl));
     const fleets = { ...DEMO_TOKEN, access_token: 'the-fleets' };
-    await table.plant(
-      keys,
-      itemStates(() => wall).kept({
-        token: fleets,
-        receivedAt: epochMs(wall - 1000),
-        receivedBy: 'planted',
-        copy: true,
-        after: epochMs(0),
-        noCache: false,
-      }),
-    );
+    await table.plant(keys, itemStates(() => wall).kept({ ...ownEntry(fleets, epochMs(wall - 1000), 'planted'), copy: true }));
     const cache = await sharedCache();
 
     // Act: the second request comes while the first one's look in the table runs.

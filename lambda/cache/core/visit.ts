@@ -475,8 +475,8 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
     confirmed: true,
     oversize: memo.oversizeUntil > now.epoch,
     seen,
-    // The same receipt, whichever copy stands for it: memory's own wins a tie with the item's.
-    seenInItem: seen !== undefined && ((shown !== undefined && sameReceipt(seen, shown)) || (visit.seenInItem && seen === visit.seen)),
+    // The same receipt, whichever copy stands for it (memory's own wins a tie with the item's); else `seen` is the one seen before.
+    seenInItem: seen !== undefined && ((shown !== undefined && sameReceipt(seen, shown)) || visit.seenInItem),
     outlasts: [...visit.outlasts.filter((holder) => !outlasts.includes(holder)), ...outlasts].slice(-visit.settings.kept.ended),
     tableFailure: fromFleet(failure, now.epoch),
     // A hold seen in an earlier read stays known though a later write left it out: a hold is never shortened.
@@ -867,8 +867,8 @@ function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefin
     const bytes = tokenBytes(entry.token);
     const inline = !keepable(entry.token) && bytes <= tokenRoom(visit, memo);
     const token = kept ? 'kept' : inline ? storedOf(entry) : 'unshared';
-    // A token no item can carry reaches no waiter through the table: the key's next ones will not either.
-    if (token === 'unshared' && bytes > visit.settings.itemTokenBytes) {
+    // A token no item can carry (so neither kept nor inline) reaches no waiter through the table: the key's next ones will not either.
+    if (bytes > visit.settings.itemTokenBytes) {
       // Its receiver still keeps it: a rejection this item meets later must outlive it there too.
       const keptUntil = keepable(entry.token) ? Math.max(memo.keptUntil, expiresAt(entry)) : memo.keptUntil;
       memo = {

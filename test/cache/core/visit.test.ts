@@ -480,9 +480,27 @@ describe("a token's place in the item", () => {
     };
     const kept = published(90_000);
 
-    expect(kept.memo).toMatchObject({ kept: null, keptUntil: epochMs(kept.huge.receivedAt + 90_000_000) });
-    expect(kept.memo?.oversizeUntil).toBeGreaterThan(0);
+    expect(kept.memo).toMatchObject({
+      kept: null,
+      keptUntil: epochMs(kept.huge.receivedAt + 90_000_000),
+      oversizeUntil: epoch(50 + SETTINGS.oversizeKnownMs),
+    });
     expect(published(20).memo).toMatchObject({ kept: null, keptUntil: epochMs(0) });
+  });
+
+  it('marks as too large only a token over what an item carries: one of exactly that size, kept or not, is no mark', () => {
+    const publishedWith = (expiresIn: number) => {
+      const held = run(start(), [read(item()), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);
+      const shape = token('', -50, { expiresIn });
+      const room = SETTINGS.itemTokenBytes - Buffer.byteLength(JSON.stringify(shape.token));
+      const exact = { ...shape, token: { ...shape.token, access_token: 'x'.repeat(room) } };
+      return writeOf(run(held, [gotToken(exact), 50]).actions, 'publish')?.state.memo;
+    };
+
+    expect([publishedWith(3600), publishedWith(20)]).toMatchObject([
+      { oversizeUntil: epochMs(0), keptUntil: epochMs(0) },
+      { oversizeUntil: epochMs(0), keptUntil: epochMs(0) },
+    ]);
   });
 
   it('is not taken by a visit that never read the item: it writes over it as absent', () => {
@@ -527,8 +545,27 @@ describe('after a pepper switch, a token memory kept from before', () => {
       );
     const failing = [ended('other', { kind: 'failure', failure: failure('upstream_error', 1000) })];
 
+    // The item's token by the same receiver a moment earlier, or by another at the same moment: another receipt.
+    const earlier = { ...copy, receivedAt: epochMs(copy.receivedAt - 1) };
+    const elsewhere = { ...copy, receivedBy: 'elsewhere' };
+
     expect(failedWith(keeping(copy, { ended: failing }))).toMatchObject({ kind: 'failure', kept: copy });
     expect(failedWith(item({ ended: failing }))).toMatchObject({ kind: 'failure', kept: undefined });
+    expect(failedWith(keeping(earlier, { ended: failing }))).toMatchObject({ kind: 'failure', kept: undefined });
+    expect(failedWith(keeping(elsewhere, { ended: failing }))).toMatchObject({ kind: 'failure', kept: undefined });
+  });
+
+  it('keeps standing in once an item showed it, when a later read shows it no more', () => {
+    const copy = token('copy', 3_400_000, { by: 'there' });
+    const failing = [ended('other', { kind: 'failure', failure: failure('upstream_error', 1000) })];
+    const waiting = run(
+      start({ memory: { ...NOTHING, entry: copy }, pepperSwitchedAt: epoch(-1000) }),
+      [holds(undefined), 1],
+      [read(claimed({}, { memo: memo({ kept: stored(copy) }) })), 2],
+    );
+    const { actions } = run(waiting, [tick(102), 102], [read(claimed({}, { ended: failing }), 150), 152]);
+
+    expect(answerOf(actions)).toMatchObject({ kind: 'failure', kept: copy });
   });
 });
 

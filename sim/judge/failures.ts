@@ -146,12 +146,13 @@ export const failureInvariants: readonly Invariant[] = [
         const usable = facts.tokensAlive(key.id, at).find((issued) => {
           const limit = facts.servingLimitMs(issued, instance);
           // "its token replaces the kept one": a newer kept token the instance may have learnt of is the one it keeps, and is judged itself.
+          // Newer as dated ("Clocks": a receipt another clock dates may take effect early): up to the spread before counts.
           const replaced = facts
-            .tokensWithin(key.id, issued.issuedAt, at)
+            .tokensWithin(key.id, issued.issuedAt - facts.spread, at)
             .some(
               (newer) =>
                 newer !== issued &&
-                newer.issuedAt > issued.issuedAt &&
+                newer.issuedAt >= issued.issuedAt - facts.slack(newer.receiver, issued.receiver) &&
                 newer.life.kept &&
                 (facts.shared || newer.receiver === instance || facts.answeredWith(instance, newer.token, at)),
             );

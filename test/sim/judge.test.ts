@@ -945,6 +945,19 @@ describe('stale if error', () => {
     expect(broken(past)).toEqual(['stale if error']);
   });
 
+  it("takes a kept token issued up to the clocks' spread before it as newer: the one the fleet may keep in its place", () => {
+    const tell = (gap: number) => {
+      const story = new Story({ skews: [0, 2000] });
+      story.miss('i0', 0, { latencyMs: 3000 });
+      story.miss('i1', 1, { latencyMs: 2999 - gap });
+      story.failed('i0', 97_500, 'error');
+      return story.record();
+    };
+
+    expect(judge(tell(2000))).toEqual([]);
+    expect(broken(tell(2001))).toEqual(['stale if error']);
+  });
+
   it('demands it under a hold too', () => {
     const story = new Story();
     story.miss('i0', 0);

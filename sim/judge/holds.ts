@@ -10,7 +10,7 @@ import { type Invariant, invariant } from './invariant';
 /**
  * Whether an instance other than the hold's own surely knew it for a request that arrived at `arrivedAt`,
  * until `until`: published before the request came, and no fault in the way of the publication or the read,
- * no adversary on the hold's items, no pepper rotation within its 60 s.
+ * no adversary on the hold's items, no pepper rotation from 60 s before it to then.
  */
 function fleetKnew(facts: Facts, hold: Hold, instance: string, arrivedAt: number, until: number): boolean {
   return (
@@ -19,7 +19,8 @@ function fleetKnew(facts: Facts, hold: Hold, instance: string, arrivedAt: number
     arrivedAt > hold.told &&
     !facts.troubled(hold.instance, hold.from, hold.told) &&
     !facts.tamperedItems((item) => facts.holdItem(item, hold.source), hold.from, until) &&
-    !facts.rotated(until - PEPPER_SWITCH_MS, until) &&
+    // A rotation within the 60 s before it began: its instance may have sealed it with the pepper the fleet then ignores.
+    !facts.rotated(hold.from - PEPPER_SWITCH_MS, until) &&
     // "The table never costs an answer ... at worst the request goes to the IdP itself."
     !facts.troubled(instance, arrivedAt, until)
   );

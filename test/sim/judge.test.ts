@@ -1406,6 +1406,19 @@ describe('hold kept', () => {
     expect(broken(past)).toEqual(['hold kept']);
   });
 
+  it('excuses the fleet for a rotation within the 60 s before the hold began (its instance may have sealed it with the old pepper), not earlier', () => {
+    const tell = (rotatedAt: number) => {
+      const story = new Story();
+      story.rotate(rotatedAt);
+      throttled(story);
+      story.miss('i1', 5000);
+      return story.record();
+    };
+
+    expect(judge(tell(-60_000))).toEqual([]);
+    expect(broken(tell(-60_001))).toEqual(['hold kept']);
+  });
+
   it("excuses the fleet's calls when its table or pepper failed the caller, or the holder before publishing", () => {
     const tell = (trouble: (story: Story) => void) => {
       const story = new Story();

@@ -52,10 +52,13 @@ function outlasts(facts: Facts, asked: Asked, call: IdpCall): boolean {
   return leader !== undefined && facts.deadline(asked) > facts.deadline(leader) + facts.T * (TAKE_OVER_SHARE + TAKE_OVER_RESOLUTION_SHARE);
 }
 
-/** A token issued within the clocks' 5 s after a 401 another instance got: it may be denied standing in (see CLOCKS_APART_MS). */
+/**
+ * A token issued within the clocks' 5 s after a 401 another instance got, as the two clocks dated them
+ * (the run's spread added): it may be denied standing in (see CLOCKS_APART_MS).
+ */
 function closeAfterRejection(facts: Facts, issued: Issued): boolean {
   return facts
-    .endedWithin(issued.key.id, issued.issuedAt - CLOCKS_APART_MS, issued.issuedAt)
+    .endedWithin(issued.key.id, issued.issuedAt - CLOCKS_APART_MS - facts.spread, issued.issuedAt)
     .some((call) => call.outcome === 'unauthorized' && call.instance !== issued.receiver);
 }
 

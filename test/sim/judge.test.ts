@@ -988,6 +988,19 @@ describe('stale if error', () => {
     expect(judge(story.record())).toEqual([]);
   });
 
+  it("demands no token issued within 5 s after another instance's 401 and the clock spread, and one issued later", () => {
+    const tell = (after: number) => {
+      const story = new Story({ skews: [0, 2000] });
+      story.failed('i1', 10_000, 'unauthorized');
+      story.miss('i0', 10_000 + after);
+      story.failed('i0', 80_000, 'error');
+      return story.record();
+    };
+
+    expect(judge(tell(7000))).toEqual([]);
+    expect(broken(tell(7001))).toEqual(['stale if error']);
+  });
+
   it('demands no token a 401 has ended, nor one for a no-cache request', () => {
     const story = new Story();
     story.miss('i0', 0);

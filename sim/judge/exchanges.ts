@@ -77,8 +77,15 @@ export const exchangeInvariants: readonly Invariant[] = [
         calls.forEach((first, index) => {
           const firstAsked = facts.requests.get(first.request);
           // The outcome is remembered by the writer's clock: another instance may see it end up to the spread early.
-          const endFor = (instance: string) =>
-            first.endedAt + Math.max(0, rememberedMs(first, facts.T) - facts.slack(first.instance, instance));
+          // A timeout ends at its request's deadline, where "everything a request does ... ends": the fleet remembers
+          // it only once the write sent then landed (one refused then is not written again).
+          const endFor = (instance: string, at = Infinity) =>
+            first.endedAt +
+            (first.outcome === 'timeout' &&
+            instance !== first.instance &&
+            facts.wroteTable(first.instance, key.id, first.endedAt, at) === 'not landed'
+              ? 0
+              : Math.max(0, rememberedMs(first, facts.T) - facts.slack(first.instance, instance)));
           const burstEnd = endFor(first.instance);
           const stopped = facts.shared
             ? new Set(facts.stoppedHolders(key.id, first.sentAt, burstEnd).map((holder) => holder.instance)).size
@@ -91,7 +98,7 @@ export const exchangeInvariants: readonly Invariant[] = [
             if (call.sentAt > burstEnd) break;
             if (!facts.shared && call.instance !== first.instance) continue;
             const asked = facts.requests.get(call.request);
-            const end = endFor(call.instance);
+            const end = endFor(call.instance, call.sentAt);
             if (!asked || call.sentAt > end) continue;
             const deadline = facts.deadline(asked);
             const waitedOn = running.filter((exchange) => exchange.endedAt >= asked.arrivedAt).map((exchange) => exchange.deadline);

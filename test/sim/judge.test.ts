@@ -201,6 +201,20 @@ class Story {
     this.table.push({ instance, item, op, sentAt, answeredAt: fault === 'hang' ? undefined : sentAt + 5, fault, landedAt: undefined });
   }
 
+  /** A write of `instance` to `item` sent at `at`: landed 5 ms later, or refused. */
+  put(instance: string, at: number, landed: boolean, item = 'a'): void {
+    const sentAt = EPOCH + at;
+    this.table.push({
+      instance,
+      item,
+      op: 'put',
+      sentAt,
+      answeredAt: sentAt + 5,
+      fault: 'none',
+      landedAt: landed ? sentAt + 5 : undefined,
+    });
+  }
+
   pepperFault(instance: string, at: number, fault: PepperRead['fault'] = 'error'): void {
     this.pepper.push({ instance, sentAt: EPOCH + at, answeredAt: EPOCH + at + 5, fault });
   }
@@ -1756,6 +1770,20 @@ describe('burst', () => {
 
     expect(judge(kept)).toEqual([]);
     expect(broken(past)).toEqual(['burst']);
+  });
+
+  it('remembers a timeout at its deadline across the fleet once the write sent then landed, not when it was refused', () => {
+    const tell = (landed: boolean | undefined) => {
+      const story = new Story(erring);
+      story.failed('i0', 0, 'timeout');
+      if (landed !== undefined) story.put('i0', T, landed);
+      for (const at of [T + 100, T + 200, T + 300]) story.failed('i1', at, 'error');
+      return story.record();
+    };
+
+    expect(judge(tell(false))).toEqual([]);
+    expect(broken(tell(true))).toEqual(['burst']);
+    expect(broken(tell(undefined))).toEqual(['burst']);
   });
 
   it('with memory, lets them reach it once per instance', () => {

@@ -77,13 +77,16 @@ export const exchangeInvariants: readonly Invariant[] = [
         calls.forEach((first, index) => {
           const firstAsked = facts.requests.get(first.request);
           // The outcome is remembered by the writer's clock: another instance may see it end up to the spread early.
-          // A timeout ends at its request's deadline, where "everything a request does ... ends": the fleet remembers
-          // it only once the write sent then landed (one refused then is not written again).
+          // The fleet remembers it only as published: not when the table failed its instance before it answered; and a
+          // timeout ends at its request's deadline, where "everything a request does ... ends", so only once the write
+          // sent then landed (one refused then is not written again).
+          const told = facts.answers.get(first.request)?.answeredAt;
+          const troubled = told === undefined || facts.troubled(first.instance, firstAsked?.arrivedAt ?? first.sentAt, told);
+          const unpublished = (at: number) =>
+            troubled || (first.outcome === 'timeout' && facts.wroteTable(first.instance, key.id, first.endedAt, at) === 'not landed');
           const endFor = (instance: string, at = Infinity) =>
             first.endedAt +
-            (first.outcome === 'timeout' &&
-            instance !== first.instance &&
-            facts.wroteTable(first.instance, key.id, first.endedAt, at) === 'not landed'
+            (instance !== first.instance && unpublished(at)
               ? 0
               : Math.max(0, rememberedMs(first, facts.T) - facts.slack(first.instance, instance)));
           const burstEnd = endFor(first.instance);

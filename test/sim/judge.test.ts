@@ -1772,6 +1772,18 @@ describe('burst', () => {
     expect(broken(past)).toEqual(['burst']);
   });
 
+  it("counts the fleet's calls after the exchange only when its outcome was surely published: its instance's table answered until it answered", () => {
+    const tell = (faultAt: number) => {
+      const story = new Story(erring);
+      story.fault('i0', faultAt);
+      burst(story, ['i1', 500], ['i2', 600], ['i1', 700]);
+      return story.record();
+    };
+
+    expect(judge(tell(10))).toEqual([]);
+    expect(broken(tell(30))).toEqual(['burst']);
+  });
+
   it('remembers a timeout at its deadline across the fleet once the write sent then landed, not when it was refused', () => {
     const tell = (landed: boolean | undefined) => {
       const story = new Story(erring);

@@ -108,7 +108,15 @@ export const exchangeInvariants: readonly Invariant[] = [
             const takesOver = waitedOn.length > 0 && deadline > Math.max(...waitedOn) + facts.T * TAKE_OVER_SHARE;
             running.push({ deadline, endedAt: call.endedAt });
             if (takesOver || !(asked.arrivedAt > first.sentAt && asked.arrivedAt <= end)) continue;
+            // "Clocks": a token that cannot be kept, received elsewhere within the spread after this request came, may be
+            // dated before it came: "to no later request", so this one may ask for its own.
+            const clockedOut =
+              facts.shared &&
+              facts
+                .tokensWithin(key.id, asked.arrivedAt, asked.arrivedAt + facts.spread)
+                .some((issued) => !issued.life.kept && issued.receiver !== call.instance);
             const excused =
+              clockedOut ||
               (asked.noCache && asked.arrivedAt > first.endedAt) ||
               (facts.shared &&
                 (facts.troubled(call.instance, first.sentAt, call.sentAt) ||

@@ -28,7 +28,8 @@ function fleetKnew(facts: Facts, hold: Hold, instance: string, arrivedAt: number
 
 /** `retry-after`: "the seconds left (rounded up)", within the contract's 1 to 60. */
 function secondsLeft(until: number, at: number): number {
-  return Math.min(HOLD_MAX_S, Math.max(HOLD_MIN_S, Math.ceil((until - at) / SECOND_MS)));
+  // Less a nanosecond's worth: a hold's seconds as given, counted from the very moment it came, are not one more by rounding.
+  return Math.min(HOLD_MAX_S, Math.max(HOLD_MIN_S, Math.ceil((until - at) / SECOND_MS - 1e-9)));
 }
 
 /** A value a 503's retry-after may state: a hold's seconds left, within the clocks' spread when another instance dated it. */

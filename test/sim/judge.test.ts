@@ -1784,6 +1784,19 @@ describe('burst', () => {
     expect(broken(tell(30))).toEqual(['burst']);
   });
 
+  it('excuses a request that came within the clock spread before another instance received a token that cannot be kept', () => {
+    const tell = (skews: number[]) => {
+      const story = new Story({ ...erring, skews });
+      burst(story, ['i1', 500]);
+      story.miss('i2', 700, { expiresIn: 20 });
+      story.failed('i1', 650, 'error', { sentAt: 800 });
+      return story.record();
+    };
+
+    expect(judge(tell([0, 100, 0]))).toEqual([]);
+    expect(broken(tell([0, 0, 0]))).toEqual(['burst']);
+  });
+
   it('remembers a timeout at its deadline across the fleet once the write sent then landed, not when it was refused', () => {
     const tell = (landed: boolean | undefined) => {
       const story = new Story(erring);

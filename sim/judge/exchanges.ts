@@ -233,8 +233,9 @@ export const exchangeInvariants: readonly Invariant[] = [
         const { instance } = asked;
         const newer = facts.noCacheMissesWithin(key.id, carried.issuedAt, asked.arrivedAt).find((missed) => {
           const replacement = facts.tokens.get(missed.answer.token ?? '');
-          // A token that cannot be kept replaces nothing.
-          if (!replacement?.life.kept || !(replacement.issuedAt > carried.issuedAt)) return false;
+          // A token that cannot be kept replaces nothing; one up to the clock spread older may be dated newer ("Clocks").
+          if (!replacement?.life.kept || !(replacement.issuedAt > carried.issuedAt + facts.slack(replacement.receiver, carried.receiver)))
+            return false;
           const told = missed.answer.answeredAt;
           if (missed.asked.instance === instance) return asked.arrivedAt > told;
           if (!facts.shared || !(asked.arrivedAt > told + NO_CACHE_REACH_MS)) return false;

@@ -2299,6 +2299,19 @@ describe('no-cache reaches the fleet', () => {
     expect(broken(past)).toEqual(['no-cache reaches the fleet']);
   });
 
+  it('lets a token up to the clock spread older than the no-cache one, received on another instance, stand for it', () => {
+    const tell = (at: number) => {
+      const story = new Story({ skews: [0, 1000] });
+      story.miss('i0', 10_000, { noCache: true });
+      const { token } = story.miss('i1', at);
+      story.kept('i0', 45_000, token);
+      return story.record();
+    };
+
+    expect(judge(tell(9000))).toEqual([]);
+    expect(broken(tell(8999))).toEqual(['no-cache reaches the fleet']);
+  });
+
   it('replaces the kept token on its own instance at once', () => {
     const [kept, past] = twice((story, step) => {
       const token = replaced(story);

@@ -512,6 +512,17 @@ describe("a token's place in the item", () => {
   });
 });
 
+describe("a no-cache request's token", () => {
+  it('goes into the item marked as one, so that it stands against any token not surely newer', () => {
+    const publishedFor = (noCache: boolean) => {
+      const held = run(start({ noCache }), [read(item()), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);
+      return writeOf(run(held, [gotToken(token('new', -50)), 50]).actions, 'publish')?.state.memo.kept?.noCache;
+    };
+
+    expect([publishedFor(true), publishedFor(false)]).toEqual([true, false]);
+  });
+});
+
 describe('a no-cache token in the item', () => {
   it("stands against this instance's own token when not surely newer, which a plain kept token would not", () => {
     const mine = token('mine', 1000);

@@ -3,9 +3,9 @@ import type { Entry } from '../../lambda/cache/core/lifetime';
 import type { IdpToken } from '../../lambda/upstream/exchange';
 
 /**
- * A token as the instance that received it keeps it: no rejection known before it, no no-cache request.
+ * A token as the instance that received it keeps it, no rejection known before it.
  * A test that wants a copy, or any other field, spreads it and says so; a new Entry field is added here.
  */
 export function ownEntry(token: IdpToken, receivedAt: EpochMs, receivedBy: string): Entry {
-  return { token, receivedAt, receivedBy, copy: false, after: epochMs(0), noCache: false };
+  return { token, receivedAt, receivedBy, copy: false, after: epochMs(0) };
 }

@@ -10,7 +10,6 @@ export interface StoredToken {
   readonly receivedAt: EpochMs;
   readonly by: string;
   readonly after: EpochMs;
-  readonly noCache: boolean;
 }
 
 /**
@@ -78,13 +77,12 @@ export function entryOf(stored: StoredToken, self: string): Entry {
     receivedBy: stored.by,
     copy: stored.by !== self,
     after: stored.after,
-    noCache: stored.noCache,
   };
 }
 
 /** A token as an item holds it. */
 export function storedOf(entry: Entry): StoredToken {
-  return { token: entry.token, receivedAt: entry.receivedAt, by: entry.receivedBy, after: entry.after, noCache: entry.noCache };
+  return { token: entry.token, receivedAt: entry.receivedAt, by: entry.receivedBy, after: entry.after };
 }
 
 /**

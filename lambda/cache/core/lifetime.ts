@@ -20,8 +20,6 @@ export interface Entry {
   readonly copy: boolean;
   /** The latest rejection its exchange knew of when it was sent (0: none): the token surely came after it, whatever the clocks. */
   readonly after: EpochMs;
-  /** A no-cache request got it: it stands against tokens not surely newer (see {@link newest}). */
-  readonly noCache: boolean;
 }
 
 /** Where a kept token is in its life, which decides how a request for it is answered. */
@@ -118,17 +116,12 @@ function lowered(value: unknown, seconds: number): unknown {
 }
 
 /**
- * Of two tokens of a key (either may be missing), the one that stands: the one received last as
- * dated, except that one a no-cache request got stands against any other not surely newer (by the
- * same clock, or by more than the clocks' tolerance): the fleet must come to it.
+ * Of two tokens of a key (either may be missing), the one that stands: the one received last as dated,
+ * whoever asked for it. With clocks in step the fleet keeps what one instance would; apart, a token may
+ * stand for one received up to their spread later, as the Clocks rule lets a fact take effect.
  */
 export function newest(a: Entry | undefined, b: Entry | undefined): Entry | undefined {
   if (!a || !b) return a ?? b;
-  if (a.noCache !== b.noCache) {
-    const [pinned, other] = a.noCache ? [a, b] : [b, a];
-    const margin = pinned.receivedBy === other.receivedBy ? 0 : CLOCK_TOLERANCE_MS;
-    return other.receivedAt > pinned.receivedAt + margin ? other : pinned;
-  }
   return b.receivedAt > a.receivedAt ? b : a;
 }
 

@@ -796,8 +796,6 @@ function exchanged(visit: Visit, result: ExchangeResult, now: Now): Step {
           {
             ...result.token,
             after: epochMs(Math.max(result.token.after, running.after)),
-            // A no-cache request's token stands against any not surely newer: the fleet must come to it.
-            noCache: visit.ask.noCache,
             ...(visit.answered ? { receivedAt: sentAt } : {}),
           },
           'idp',

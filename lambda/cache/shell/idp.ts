@@ -21,7 +21,7 @@ export async function exchangeResult(
 ): Promise<ExchangeResult> {
   try {
     const token = await exchange();
-    return { token: { token, receivedAt: clock.epoch(), receivedBy: instance, copy: false, after, noCache: false } };
+    return { token: { token, receivedAt: clock.epoch(), receivedBy: instance, copy: false, after } };
   } catch (error) {
     if (!(error instanceof ExchangeError) || !isRemembered(error)) throw error;
     const late = error.code === 'upstream_timeout' ? Math.max(0, clock.mono() - deadline.at) : 0;

@@ -5,7 +5,7 @@ import { type ItemState, usefulUntil } from '../core/item';
 // a value of another purpose. The version byte keeps items of another format shut: they never open.
 const DOMAIN = 'token-exchange/shared-token-cache/v2';
 // 4: claims carry echoes, outcomes name the kept token, the memo how long its tokens live.
-const FORMAT_VERSION = 6;
+const FORMAT_VERSION = 7;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 // The plaintext is padded to a multiple of this, so an item's length says little about what it holds.

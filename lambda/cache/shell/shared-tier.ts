@@ -242,7 +242,7 @@ export class SharedTier {
     if (plan.act === 'exchange' && plan.refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
     const result = await exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline, ask.rejection.at);
-    if ('token' in result) return tokenOutcome({ ...result.token, noCache: ask.noCache }, 'idp');
+    if ('token' in result) return tokenOutcome(result.token, 'idp');
     const cut = result.failure.code === 'upstream_timeout' && budgetMs < settings.upstreamTimeoutMs - settings.upstreamTimeoutMs / 25;
     return {
       kind: 'failure',

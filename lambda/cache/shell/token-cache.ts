@@ -243,7 +243,7 @@ export class TokenCache {
     if (refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
     const result = await exchangeResult(ask.exchange, this.runtime, this.runtime.instance, ask.deadline, slot.rejection.at);
-    if ('token' in result) return tokenOutcome({ ...result.token, noCache: ask.noCache }, 'idp');
+    if ('token' in result) return tokenOutcome(result.token, 'idp');
     const now = this.runtime.epoch();
     const { failure } = result;
     const rejection = failure.code === 'unauthorized' ? laterRejection(slot.rejection, { at: now, own: true }) : slot.rejection;

@@ -12,7 +12,7 @@ import {
   storedOf,
   usefulUntil,
 } from '../../../lambda/cache/core/item';
-import { CLOCK_TOLERANCE_MS, type Entry } from '../../../lambda/cache/core/lifetime';
+import type { Entry } from '../../../lambda/cache/core/lifetime';
 import { ownEntry } from '../../support/entries';
 
 // What a table item holds and how long it is of use. T0 is when its token arrived; at(ms) is ms from it.
@@ -25,7 +25,6 @@ const stored: StoredToken = {
   receivedAt: at(0),
   by: 'receiver',
   after: at(0),
-  noCache: false,
 };
 const entry = (receivedMs: number, expiresIn = 3600): Entry => ({
   ...ownEntry({ access_token: `t${receivedMs}`, expires_in: expiresIn }, at(receivedMs), 'receiver'),
@@ -52,7 +51,7 @@ const answered = (untilMs: number): Ended => ({
 
 describe('entryOf and storedOf', () => {
   it("holds an item's token as a copy, dated by its receiver, unless this instance received it", () => {
-    const asStored = { token: stored.token, receivedAt: at(0), receivedBy: 'receiver', after: at(0), noCache: false };
+    const asStored = { token: stored.token, receivedAt: at(0), receivedBy: 'receiver', after: at(0) };
 
     expect(entryOf(stored, 'another')).toEqual({ ...asStored, copy: true });
     expect(entryOf(stored, 'receiver')).toEqual({ ...asStored, copy: false });
@@ -118,16 +117,6 @@ describe('keeping', () => {
 
     expect(keeping(memo, entry(0, 7200))).toEqual({ ...memo, keptUntil: at(7_200_000) });
     expect(keeping(memo, { ...entry(1000, 60), token: { access_token: 'same-moment', expires_in: 60 } }).kept).toEqual(memo.kept);
-  });
-
-  it('keeps the token a no-cache request got over a newer one not surely newer, and that one stands against the next', () => {
-    const memo = keeping(EMPTY_MEMO, entry(1000));
-    const pinned = { ...entry(0), receivedBy: 'another', noCache: true };
-    const elsewhere = (ms: number): Entry => ({ ...entry(ms), receivedBy: 'a-third' });
-
-    expect(keeping(memo, pinned).kept).toEqual(storedOf(pinned));
-    expect(keeping(keeping(memo, pinned), elsewhere(CLOCK_TOLERANCE_MS)).kept).toEqual(storedOf(pinned));
-    expect(keeping(keeping(memo, pinned), elsewhere(CLOCK_TOLERANCE_MS + 1)).kept).toEqual(storedOf(elsewhere(CLOCK_TOLERANCE_MS + 1)));
   });
 
   it('leaves what else the memo says as it was', () => {

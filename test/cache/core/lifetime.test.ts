@@ -226,37 +226,6 @@ describe('newest', () => {
   });
 });
 
-describe('newest, with a token a no-cache request got', () => {
-  /** A token received `ms` after RECEIVED by `receiver`, for a no-cache request or not. */
-  const by = (receiver: string, ms: number, noCache = false): Entry => ({
-    ...own(3600),
-    receivedAt: at(ms),
-    receivedBy: receiver,
-    copy: receiver !== 'this-instance',
-    noCache,
-  });
-
-  it('lets it stand against a later token of the same receiver only by exact dates', () => {
-    const pinned = by('this-instance', 0, true);
-
-    expect([newest(by('this-instance', 1), pinned), newest(pinned, by('this-instance', 0))]).toEqual([by('this-instance', 1), pinned]);
-  });
-
-  it("lets it stand against another receiver's token not later by more than the clocks' tolerance, whichever comes first", () => {
-    const pinned = by('another', 0, true);
-
-    expect([newest(by('this-instance', CLOCK_TOLERANCE_MS), pinned), newest(pinned, by('this-instance', CLOCK_TOLERANCE_MS))]).toEqual([
-      pinned,
-      pinned,
-    ]);
-    expect(newest(pinned, by('this-instance', CLOCK_TOLERANCE_MS + 1))).toEqual(by('this-instance', CLOCK_TOLERANCE_MS + 1));
-  });
-
-  it('orders two such tokens by their dates', () => {
-    expect(newest(by('another', 1, true), by('this-instance', 0, true))).toEqual(by('another', 1, true));
-  });
-});
-
 describe('tokenBytes', () => {
   it("counts the answer's JSON in UTF-8 bytes, as an item holds it", () => {
     expect(tokenBytes({ access_token: 'é' })).toBe(21);

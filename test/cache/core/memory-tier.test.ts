@@ -10,13 +10,9 @@ import { ownEntry } from '../../support/entries';
 
 const NOW = epochMs(1_800_000_000_000);
 const at = (ms: number): EpochMs => epochMs(NOW + ms);
-const token = (
-  receivedMs: number,
-  { expiresIn = 3600, copy = false, noCache = false }: { expiresIn?: number; copy?: boolean; noCache?: boolean } = {},
-): Entry => ({
+const token = (receivedMs: number, { expiresIn = 3600, copy = false }: { expiresIn?: number; copy?: boolean } = {}): Entry => ({
   ...ownEntry({ access_token: `t${receivedMs}`, expires_in: expiresIn }, at(receivedMs), copy ? 'another' : 'this'),
   copy,
-  noCache,
 });
 const hold = (ms: number): Remembered => ({ code: 'upstream_throttled', until: at(ms) });
 const serverError = (ms: number): Remembered => ({ code: 'upstream_error', until: at(ms) });
@@ -410,19 +406,6 @@ describe('looked, after a look in the table', () => {
     memory.looked('k', slot, token(0, { copy: true, expiresIn: 30 }), NO_REJECTION);
 
     expect(slot.kept).toEqual(token(-1000));
-  });
-
-  it("takes a token a no-cache request got over its own not surely newer, but keeps its own dated later by more than the clocks' tolerance", () => {
-    const memory = tier();
-    const slot = memory.slot('k');
-    keepIn(memory, 'k', token(5000));
-
-    memory.looked('k', slot, token(0, { copy: true, noCache: true }), NO_REJECTION);
-    expect(slot.kept).toEqual(token(0, { copy: true, noCache: true }));
-
-    keepIn(memory, 'k', token(5001));
-    memory.looked('k', slot, token(0, { copy: true, noCache: true }), NO_REJECTION);
-    expect(slot.kept).toEqual(token(5001));
   });
 
   it('keeps an older rejection from moving its own back', () => {

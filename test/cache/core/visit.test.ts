@@ -40,7 +40,6 @@ const stored = (entry: Entry): StoredToken => ({
   receivedAt: entry.receivedAt,
   by: entry.receivedBy,
   after: entry.after,
-  noCache: entry.noCache,
 });
 const NOTHING: KeyView = { entry: undefined, failure: undefined, hold: undefined, busy: false, refreshing: false };
 const ask = (parts: Partial<VisitAsk> = {}): VisitAsk => ({
@@ -384,7 +383,6 @@ describe('what a claim carries of the outcomes before it', () => {
       receivedAt: epoch(-100),
       by: 'there',
       after: epochMs(0),
-      noCache: false,
     });
     const { actions } = run(start(), [read(item({ ended: [answeredBy('a', -100, big('a')), answeredBy('b', -100, big('b'))] })), 2]);
 
@@ -509,28 +507,6 @@ describe("a token's place in the item", () => {
 
     expect(kinds(hedged.actions)).toEqual(['exchange']);
     expect(writeOf(actions, 'publish')?.expected).toEqual(UNVERSIONED);
-  });
-});
-
-describe("a no-cache request's token", () => {
-  it('goes into the item marked as one, so that it stands against any token not surely newer', () => {
-    const publishedFor = (noCache: boolean) => {
-      const held = run(start({ noCache }), [read(item()), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);
-      return writeOf(run(held, [gotToken(token('new', -50)), 50]).actions, 'publish')?.state.memo.kept?.noCache;
-    };
-
-    expect([publishedFor(true), publishedFor(false)]).toEqual([true, false]);
-  });
-});
-
-describe('a no-cache token in the item', () => {
-  it("stands against this instance's own token when not surely newer, which a plain kept token would not", () => {
-    const mine = token('mine', 1000);
-    const theirs = { ...token('theirs', 3000, { by: 'there' }), noCache: true };
-    const pinned = item({ memo: memo({ kept: stored(theirs) }) });
-    const seenWith = (state: KeyItem) => run(start({ memory: { ...NOTHING, entry: mine } }), [read(state), 2]).visit.seen;
-
-    expect([seenWith(pinned), seenWith(keeping({ ...theirs, noCache: false }))]).toEqual([theirs, mine]);
   });
 });
 

@@ -65,7 +65,6 @@ describe('exchangeResult', () => {
         receivedBy: 'i-1',
         copy: false,
         after: asked - 2000,
-        noCache: false,
       },
     });
   });

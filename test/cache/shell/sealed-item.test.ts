@@ -21,7 +21,7 @@ const VALUE = {
 };
 const EXPIRES = 1_800_003_600;
 const DOMAIN = 'token-exchange/shared-token-cache/v2';
-const VERSION = 6;
+const VERSION = 7;
 const HOLD_KEY = '["service-a","https://idp.example.com/token"]';
 
 /** A value in the sealed format (version, IV, ciphertext, tag; AAD = label, item key, expiry) around any plaintext, as other code would seal it. */
@@ -146,10 +146,10 @@ describe('seal and open', () => {
     ['with another clear expiry (the TTL attribute is authenticated)', () => open(keys, EXPIRES + 1, seal(keys, EXPIRES, VALUE))],
     ['under another item key with the same seal key', () => open({ ...keys, itemKey: 'other' }, EXPIRES, seal(keys, EXPIRES, VALUE))],
     [
-      'of the format before tokens said which rejection their exchange knew (version 5)',
+      'of the format whose tokens said whether a no-cache request got them (version 6)',
       () => open(keys, EXPIRES, sealRaw(keys, JSON.stringify(VALUE), { version: VERSION - 1 })),
     ],
-    ['of a later format (version 7)', () => open(keys, EXPIRES, sealRaw(keys, JSON.stringify(VALUE), { version: VERSION + 1 }))],
+    ['of a later format (version 8)', () => open(keys, EXPIRES, sealRaw(keys, JSON.stringify(VALUE), { version: VERSION + 1 }))],
     ['from a sealed value that is not JSON', () => open(keys, EXPIRES, sealRaw(keys, 'not json'))],
     ['from a sealed empty value', () => open(keys, EXPIRES, sealRaw(keys, ''))],
     ['from nothing', () => open(keys, EXPIRES, new Uint8Array())],
@@ -190,7 +190,7 @@ describe('sealState and openState', () => {
   const keys = requestItemKeys(PEPPER, SECRET, TEXT);
   const T0 = 1_800_000_000_000;
   const FLOOR = 86_400_000;
-  const kept = { token: { access_token: 'at', expires_in: 3600 }, receivedAt: epochMs(T0), by: 'i', after: epochMs(0), noCache: false };
+  const kept = { token: { access_token: 'at', expires_in: 3600 }, receivedAt: epochMs(T0), by: 'i', after: epochMs(0) };
 
   it.each<[string, ItemState, number]>([
     [

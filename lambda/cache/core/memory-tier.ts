@@ -13,6 +13,7 @@ import {
   receivedSince,
   type Rejection,
   type Remembered,
+  rejectionRemembered,
 } from './rules';
 
 /** A fetch of the key's token under way on this instance, which other requests for the key may share. */
@@ -39,6 +40,13 @@ export interface Slot {
   lookedAt: EpochMs;
   /** A look whose read has not come back: requests answered from memory meanwhile wait for it. */
   looking: Promise<void> | undefined;
+}
+
+/** The newest failure in force; past it, a rejection still remembered that no token has followed (a later, shorter failure hides it no longer). */
+function rememberedFailure(slot: Slot, now: EpochMs): Remembered | undefined {
+  if (inForce(slot.failure, now)) return slot.failure;
+  const rejected = rejectionRemembered(slot.rejection);
+  return !slot.kept && inForce(rejected, now) ? rejected : undefined;
 }
 
 /**
@@ -103,7 +111,7 @@ export class MemoryTier {
     const kept = slot?.kept;
     return {
       entry: kept,
-      failure: slot && inForce(slot.failure, now) ? slot.failure : undefined,
+      failure: slot && rememberedFailure(slot, now),
       hold: longer(hold, slot && inForce(slot.hold, now) ? slot.hold : undefined),
       busy: slot?.pending !== undefined,
       refreshing:

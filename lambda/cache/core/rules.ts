@@ -64,6 +64,11 @@ export function remember(error: ExchangeError & { readonly code: UpstreamFailure
   return { code: error.code, until: epochMs(now + forMs) };
 }
 
+/** A rejection as remembered: its 5 s from when it happened, by the clock that dated it. */
+export function rejectionRemembered(rejection: Rejection): Remembered {
+  return { code: 'unauthorized', until: epochMs(rejection.at + REMEMBERED_MS.unauthorized) };
+}
+
 /** Whether an exchange's error is one the cache remembers (a bug is not). */
 export function isRemembered(error: ExchangeError): error is ExchangeError & { readonly code: UpstreamFailureCode } {
   return error.code in REMEMBERED_MS || error.code === 'upstream_throttled';

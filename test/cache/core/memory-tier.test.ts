@@ -156,6 +156,23 @@ describe('holds on hold keys', () => {
 });
 
 describe('view', () => {
+  it('shows a later, shorter failure for its own time, then the rejection still remembered, until a token follows it', () => {
+    const memory = tier();
+    const slot = memory.slot('k');
+    memory.store('k', slot, 'hold', failed(rejected(5000), { rejection: { at: NOW, own: true } }), false, NOW);
+    memory.store('k', slot, 'hold', failed(serverError(2000), { rejection: { at: NOW, own: true }, metAt: at(1000) }), false, at(1000));
+    const failureAt = (ms: number) => memory.view(slot, undefined, at(ms)).failure;
+
+    expect([failureAt(1500), failureAt(2000), failureAt(4999), failureAt(5000)]).toEqual([
+      serverError(2000),
+      rejected(5000),
+      rejected(5000),
+      undefined,
+    ]);
+    keepIn(memory, 'k', token(3000));
+    expect(failureAt(3000)).toBeUndefined();
+  });
+
   it('shows nothing for a key it has no slot for, but the hold it is given', () => {
     expect(tier().view(undefined, hold(1000), NOW)).toEqual({
       entry: undefined,

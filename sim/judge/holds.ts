@@ -28,8 +28,13 @@ function fleetKnew(facts: Facts, hold: Hold, instance: string, arrivedAt: number
 
 /** `retry-after`: "the seconds left (rounded up)", within the contract's 1 to 60. */
 function secondsLeft(until: number, at: number): number {
-  // Less a nanosecond's worth: a hold's seconds as given, counted from the very moment it came, are not one more by rounding.
-  return Math.min(HOLD_MAX_S, Math.max(HOLD_MIN_S, Math.ceil((until - at) / SECOND_MS - 1e-9)));
+  return Math.min(HOLD_MAX_S, Math.max(HOLD_MIN_S, Math.ceil((until - at) / SECOND_MS)));
+}
+
+/** Within a millisecond (the clocks' resolution) of a whole second, not on it, the seconds left may round either way. */
+function atEdge(until: number, at: number): number {
+  const over = (until - at) % SECOND_MS;
+  return (over > 0 && over < 1) || over > SECOND_MS - 1 ? 1 : 0;
 }
 
 /** A value a 503's retry-after may state: a hold's seconds left, within the clocks' spread when another instance dated it. */
@@ -69,7 +74,7 @@ function duesOf(facts: Facts, asked: Asked, answeredAt: number): Due[] {
           );
     dues.push({
       seconds: secondsLeft(hold.until, answeredAt),
-      tolerance: Math.ceil(slack / SECOND_MS),
+      tolerance: Math.ceil(slack / SECOND_MS) + atEdge(hold.until, answeredAt),
       sure: known && facts.covers(hold, key, 'surely'),
     });
   }

@@ -1618,6 +1618,14 @@ describe('hold earned', () => {
     expect(broken(tell(4000, 5))).toEqual(['hold earned']);
     expect(judge(tell(9999, 1))).toEqual([]);
     expect(broken(tell(10_000, 1))).toEqual(['hold earned']);
+    // Within a millisecond of a whole second, not on it: give or take one.
+    expect([judge(tell(3999.9995, 6)), judge(tell(3999.9995, 7)), judge(tell(4000.0005, 6)), judge(tell(4000.0005, 5))]).toEqual([
+      [],
+      [],
+      [],
+      [],
+    ]);
+    expect(broken(tell(3999.9995, 9))).toEqual(['hold earned']);
   });
 
   it('lets the fleet count it down give or take the clock spread', () => {

@@ -248,12 +248,10 @@ export const exchangeInvariants: readonly Invariant[] = [
             facts.tampered(key.id, told, answer.answeredAt) ||
             facts.rotated(answer.answeredAt - PEPPER_SWITCH_MS, answer.answeredAt) ||
             // The pepper: "items sealed with the old one are then ignored". An instance that did not read the
-            // key's item between the answer and a rotation's switch can no longer learn the token from it.
+            // key's item between the answer and a rotation (after it, it may have switched) can no longer learn the token from it.
             facts.record.rotations.some(
               (at) =>
-                (at > told &&
-                  at <= answer.answeredAt &&
-                  !facts.readTable(instance, told, at + PEPPER_SWITCH_MS, (item) => item === key.id)) ||
+                (at > told && at <= answer.answeredAt && !facts.readTable(instance, told, at, (item) => item === key.id)) ||
                 // Told during a switch: its item may be sealed with the old pepper, which instances that switched never read.
                 (at <= told && told <= at + PEPPER_SWITCH_MS),
             )

@@ -2320,6 +2320,20 @@ describe('no-cache reaches the fleet', () => {
     expect(broken(tell(8999))).toEqual(['no-cache reaches the fleet']);
   });
 
+  it("owes it after a rotation only to an instance that read the key's item before the rotation", () => {
+    const tell = (readAt: number) => {
+      const story = new Story();
+      const token = replaced(story);
+      story.fault('i1', readAt, 'a', 'none');
+      story.rotate(20_000);
+      story.kept('i1', 81_000, token, 'stale');
+      return story.record();
+    };
+
+    expect(judge(tell(25_000))).toEqual([]);
+    expect(broken(tell(15_000))).toEqual(['no-cache reaches the fleet']);
+  });
+
   it('replaces the kept token on its own instance at once', () => {
     const [kept, past] = twice((story, step) => {
       const token = replaced(story);

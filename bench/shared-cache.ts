@@ -1,9 +1,8 @@
 // The shared token cache on a fleet (bench/fleet.ts): each scenario's comment says what it shows and why.
 import { type AttributeValue, DynamoDBClient, GetItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { epochMs } from '../lambda/clock';
-import { type Phase, phaseOf } from '../lambda/cache/core/lifetime';
+import { ownEntry, type Phase, phaseOf } from '../lambda/cache/core/lifetime';
 import { TABLE_SCHEMA } from '../lambda/cache/table-schema';
-import { ownEntry } from '../test/support/entries';
 import { type Answer, type Fleet, type Instance, TABLE } from './fleet';
 import { BENCH_TOKEN, ms, progress, ratio, row, section, summarize, tally } from './report';
 import { measure } from './worker';

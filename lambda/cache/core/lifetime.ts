@@ -22,6 +22,11 @@ export interface Entry {
   readonly after: EpochMs;
 }
 
+/** A token as the instance that received it keeps it, dated by its clock, after the rejection its exchange knew (0: none). */
+export function ownEntry(token: IdpToken, receivedAt: EpochMs, receivedBy: string, after: EpochMs = epochMs(0)): Entry {
+  return { token, receivedAt, receivedBy, copy: false, after };
+}
+
 /** Where a kept token is in its life, which decides how a request for it is answered. */
 export type Phase = 'fresh' | 'refresh' | 'stale' | 'expired';
 

@@ -3,6 +3,7 @@ import { ExchangeError } from '../../errors';
 import type { IdpToken } from '../../upstream/exchange';
 import type { ExchangeResult } from '../core/outcome';
 import { isRemembered, remember } from '../core/rules';
+import { ownEntry } from '../core/lifetime';
 
 /** The IdP exchange of one request, bounded by the request's own deadline. */
 export type Exchange = () => Promise<IdpToken>;
@@ -21,7 +22,7 @@ export async function exchangeResult(
 ): Promise<ExchangeResult> {
   try {
     const token = await exchange();
-    return { token: { token, receivedAt: clock.epoch(), receivedBy: instance, copy: false, after } };
+    return { token: ownEntry(token, clock.epoch(), instance, after) };
   } catch (error) {
     if (!(error instanceof ExchangeError) || !isRemembered(error)) throw error;
     const late = error.code === 'upstream_timeout' ? Math.max(0, clock.mono() - deadline.at) : 0;

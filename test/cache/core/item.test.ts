@@ -12,8 +12,7 @@ import {
   storedOf,
   usefulUntil,
 } from '../../../lambda/cache/core/item';
-import type { Entry } from '../../../lambda/cache/core/lifetime';
-import { ownEntry } from '../../support/entries';
+import { type Entry, ownEntry } from '../../../lambda/cache/core/lifetime';
 
 // What a table item holds and how long it is of use. T0 is when its token arrived; at(ms) is ms from it.
 

@@ -11,9 +11,9 @@ import {
   provesUntil,
   served,
   tokenBytes,
+  ownEntry,
 } from '../../../lambda/cache/core/lifetime';
 import type { IdpToken } from '../../../lambda/upstream/exchange';
-import { ownEntry } from '../../support/entries';
 
 // A kept token's life, by the contract's Lifetime and Clocks rules. Every time is `at(ms)`: ms after the token arrived.
 

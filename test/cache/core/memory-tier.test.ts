@@ -1,9 +1,8 @@
 import { type EpochMs, epochMs, monoMs } from '../../../lambda/clock';
-import type { Entry } from '../../../lambda/cache/core/lifetime';
+import { type Entry, ownEntry } from '../../../lambda/cache/core/lifetime';
 import { MemoryTier } from '../../../lambda/cache/core/memory-tier';
 import { type FailureOutcome, tokenOutcome } from '../../../lambda/cache/core/outcome';
 import { NO_REJECTION, type Rejection, type Remembered } from '../../../lambda/cache/core/rules';
-import { ownEntry } from '../../support/entries';
 
 // One instance's memory, driven directly: what it keeps from an outcome, what it shows a request,
 // and what it lets go first. Times are epoch milliseconds from NOW, passed in.

@@ -1,6 +1,6 @@
+import { ownEntry } from '../../../lambda/cache/core/lifetime';
 import { epochMs } from '../../../lambda/clock';
 import { tokenOutcome } from '../../../lambda/cache/core/outcome';
-import { ownEntry } from '../../support/entries';
 
 describe('tokenOutcome', () => {
   const entry = ownEntry({ access_token: 'at', expires_in: 3600 }, epochMs(1_800_000_000_000), 'i');

@@ -1,6 +1,6 @@
 import { epochMs } from '../../../lambda/clock';
 import { ExchangeError, UpstreamThrottled, upstreamFailure, type UpstreamFailureCode } from '../../../lambda/errors';
-import { CLOCK_TOLERANCE_MS, type Entry } from '../../../lambda/cache/core/lifetime';
+import { CLOCK_TOLERANCE_MS, type Entry, ownEntry } from '../../../lambda/cache/core/lifetime';
 import {
   answerFailure,
   answersNoCache,
@@ -26,7 +26,6 @@ import {
   type Remembered,
   remember,
 } from '../../../lambda/cache/core/rules';
-import { ownEntry } from '../../support/entries';
 
 // The cache's rules for one key, as the contract states them. NOW is the request's moment; at(ms) is ms from it.
 

@@ -1,7 +1,7 @@
 import { type EpochMs, epochMs, monoMs } from '../../../lambda/clock';
 import type { ClaimFacts } from '../../../lambda/cache/core/claims';
 import { EMPTY_MEMO, type Ended, type KeyItem, type KeyMemo, type StoredToken } from '../../../lambda/cache/core/item';
-import type { Entry } from '../../../lambda/cache/core/lifetime';
+import { type Entry, ownEntry } from '../../../lambda/cache/core/lifetime';
 import type { Outcome } from '../../../lambda/cache/core/outcome';
 import { type KeyView, NO_REJECTION, type Remembered } from '../../../lambda/cache/core/rules';
 import { cacheSettings } from '../../../lambda/cache/core/settings';
@@ -19,7 +19,6 @@ import {
   type WriteKind,
   type WriteResult,
 } from '../../../lambda/cache/core/visit';
-import { ownEntry } from '../../support/entries';
 
 // One request's visit to the shared table, driven alone: no table, no IdP, no timers. Each test feeds
 // the transition function what happened, at exact moments of both clocks, and reads what it says to do.

@@ -3,11 +3,10 @@
 // of a rotation reaches the other, and items sealed with the old pepper (a restored backup) are ignored.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ownEntry } from '../../support/entries';
 import { bodyOf, tokenEvent } from '../../support/events';
 import { freshInstance, type Instance, testClock } from '../../support/fleet';
 import { itemStates, PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
-import type { Entry } from '../../../lambda/cache/core/lifetime';
+import { type Entry, ownEntry } from '../../../lambda/cache/core/lifetime';
 import { epochMs } from '../../../lambda/clock';
 import { json, startTokenServer, type TokenServer } from '../../support/token-server';
 

@@ -1,3 +1,4 @@
+import { ownEntry } from '../../../lambda/cache/core/lifetime';
 import { randomBytes } from 'node:crypto';
 import { Deadline, epochMs, systemClock } from '../../../lambda/clock';
 import type { Remembered } from '../../../lambda/cache/core/rules';
@@ -7,7 +8,6 @@ import { type Runtime, type SharedAsk, SharedTier } from '../../../lambda/cache/
 import { dynamoDbTable, type Table } from '../../../lambda/cache/shell/table-calls';
 import type { CacheReport } from '../../../lambda/cache/report';
 import { upstreamFailure } from '../../../lambda/errors';
-import { ownEntry } from '../../support/entries';
 import { manualClock, settle } from '../../support/manual-clock';
 import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
 

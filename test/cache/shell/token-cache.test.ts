@@ -1,3 +1,4 @@
+import { ownEntry } from '../../../lambda/cache/core/lifetime';
 import { randomBytes } from 'node:crypto';
 import { Deadline, epochMs, systemClock } from '../../../lambda/clock';
 import { cacheSettings } from '../../../lambda/cache/core/settings';
@@ -12,7 +13,6 @@ import { checkTokenUrl, parseAllowlist } from '../../../lambda/policy/token-url-
 import type { TokenRequest } from '../../../lambda/request/token-request';
 import { exchangeToken } from '../../../lambda/upstream/exchange';
 import { destroyAgents } from '../../../lambda/upstream/guarded-agents';
-import { ownEntry } from '../../support/entries';
 import { itemStates, PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
 import { manualClock, settle } from '../../support/manual-clock';
 import { DEMO_TOKEN, json, type Script, startTokenServer, type TokenServer } from '../../support/token-server';

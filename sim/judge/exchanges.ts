@@ -83,7 +83,7 @@ export const exchangeInvariants: readonly Invariant[] = [
           const told = facts.answers.get(first.request)?.answeredAt;
           const troubled = told === undefined || facts.troubled(first.instance, firstAsked?.arrivedAt ?? first.sentAt, told);
           const unpublished = (at: number) =>
-            troubled || (first.outcome === 'timeout' && facts.wroteTable(first.instance, key.id, first.endedAt, at) === 'not landed');
+            troubled || (first.outcome === 'timeout' && facts.writesUnlanded(first.instance, key.id, first.endedAt, at));
           const endFor = (instance: string, at = Infinity) =>
             first.endedAt +
             (instance !== first.instance && unpublished(at)

@@ -280,13 +280,12 @@ export class Facts {
     return lifeMs - EXPIRY_GUARD_MS - (issued.receiver === instance ? 0 : COPY_SAYS_LESS_MS);
   }
 
-  /** The writes of `instance` to `item` sent from `from` on: none, or whether one landed by `by`. */
-  wroteTable(instance: string, item: string, from: number, by: number): 'none' | 'landed' | 'not landed' {
+  /** Whether `instance` sent writes to `item` from `from` on, and none of them landed by `by`. */
+  writesUnlanded(instance: string, item: string, from: number, by: number): boolean {
     const puts = this.record.table.filter(
       (call) => call.instance === instance && call.item === item && call.op === 'put' && call.sentAt >= from,
     );
-    if (puts.length === 0) return 'none';
-    return puts.some((call) => call.landedAt !== undefined && call.landedAt <= by) ? 'landed' : 'not landed';
+    return puts.length > 0 && !puts.some((call) => call.landedAt !== undefined && call.landedAt <= by);
   }
 
   /** Whether `instance` had an answer from the table to a read (of an item `item` accepts) sent in [from, to]. */

@@ -1,5 +1,6 @@
 import type { IdpAnswer, IdpPhase, SimKey, Tampering } from './record';
 import type { TableBehaviour } from './table';
+import { prng } from './world';
 
 /** A key as the simulation sends it: its identity for the record, and the secret its requests carry. */
 export interface ScenarioKey extends SimKey {
@@ -80,8 +81,19 @@ export interface Scenario {
 const TOKEN_URL = 'https://idp.example/token';
 const LIFETIMES: readonly (number | string | undefined)[] = [undefined, 25, 35, 60, 120, 120, 3600, 3600, '3600', 259_200];
 
-/** The scenario of a seed: `requests` is the traffic it aims at. */
+/**
+ * The scenario of a seed: `requests` is the traffic it aims at. Half the seeds also meet trouble
+ * where the traffic is, drawn from a stream of their own, so that the other half keep the scenarios
+ * they always had.
+ */
 export function scenario(seed: number, requests: number, random: () => number): Scenario {
+  const drawn = drawnScenario(seed, requests, random);
+  const more = prng(seed ^ 0x5eed_cafe);
+  return more() < 0.5 ? troubleAtBursts(drawn, more) : drawn;
+}
+
+/** A seed's scenario as drawn before trouble at the bursts was added (a test replays a seed found then). */
+export function drawnScenario(seed: number, requests: number, random: () => number): Scenario {
   const pick = <T>(choices: readonly T[]): T => choices[Math.floor(random() * choices.length)] as T;
   const chance = (p: number) => random() < p;
   const upstreamTimeoutMs = pick([5000, 5000, 5000, 2000, 1000]);
@@ -116,6 +128,78 @@ export function scenario(seed: number, requests: number, random: () => number): 
     tampering: chance(0.2) ? times(durationMs, 1 + Math.floor(random() * 10), random).map((at) => tamperPlan(at, random)) : [],
     traffic: { kind: 'random', requests, thinkMs, noCacheShare: chance(0.3) ? 0.05 : 0, episodes },
     durationMs,
+  };
+}
+
+/**
+ * Trouble at the moments that decide the most: a spell's first requests, which arrive together and
+ * race for one exchange. The table turns slow (as a loaded machine's, 200-300 ms), hangs, fails or
+ * loses answers just before; the IdP turns slow near the deadline, rejects, throttles or fails; a
+ * busy holder dies; an item's versions are written back at table speed. Sometimes a token too large
+ * to share, or a flood of `no-cache`.
+ */
+function troubleAtBursts(drawn: Scenario, random: () => number): Scenario {
+  const episodes = drawn.traffic.kind === 'random' ? drawn.traffic.episodes : [];
+  const pick = <T>(choices: readonly T[]): T => choices[Math.floor(random() * choices.length)] as T;
+  const table: TablePhase[] = [...drawn.table];
+  const idp: IdpPhase[] = [...drawn.idp];
+  const deaths = [...drawn.deaths];
+  const tampering = [...drawn.tampering];
+  const timeoutMs = drawn.upstreamTimeoutMs;
+  const [token] = drawn.idp.map((phase) => phase.answer).filter((answer) => answer.kind === 'token');
+  for (const { from } of episodes) {
+    if (random() < 0.6) {
+      const at = Math.max(0, from - random() * 300);
+      const behaviour = pick<TableBehaviour>([
+        { kind: 'slow', minMs: 200, maxMs: 300 },
+        { kind: 'slow', minMs: 200, maxMs: 300 },
+        { kind: 'hang' },
+        { kind: 'error' },
+        { kind: 'lost-answer' },
+        { kind: 'retried' },
+      ]);
+      const scope = random();
+      const key = pick(drawn.keys);
+      const where =
+        scope < 0.2
+          ? { instance: `i${Math.floor(random() * drawn.instances)}` }
+          : scope < 0.35
+            ? { item: random() < 0.5 ? key.id : `hold:${key.client}` }
+            : {};
+      table.push(
+        { from: at, behaviour, ...where },
+        { from: from + 300 + random() * 3000, behaviour: { kind: 'normal', minMs: 1, maxMs: 12 }, ...where },
+      );
+    }
+    if (token && random() < 0.4) {
+      const answer = pick<IdpPhase>([
+        { from, minMs: timeoutMs * 0.75, maxMs: timeoutMs * 0.95, answer: token },
+        { from, minMs: 5, maxMs: 50, answer: { kind: 'reject' } },
+        { from, minMs: 5, maxMs: 50, answer: { kind: 'throttle', retryAfter: 1 + Math.floor(random() * 10) } },
+        { from, minMs: 5, maxMs: 200, answer: { kind: 'error' } },
+      ]);
+      idp.push(answer, { from: from + 200 + random() * 4000, minMs: 5, maxMs: 50, answer: token });
+    }
+    if (random() < 0.25) deaths.push({ at: from + random() * 300 });
+    if (random() < 0.25)
+      tampering.push({
+        at: from + random() * 500,
+        action: 'replay-run',
+        times: 2 + Math.floor(random() * 12),
+        everyMs: pick([2, 10, 250]),
+      });
+  }
+  const big = random() < 0.15 ? pick([350_000, 450_000]) : undefined;
+  const sized = (phase: IdpPhase): IdpPhase =>
+    big && phase.answer.kind === 'token' ? { ...phase, answer: { ...phase.answer, bytes: big } } : phase;
+  const { traffic } = drawn;
+  return {
+    ...drawn,
+    table: table.sort((a, b) => a.from - b.from),
+    idp: idp.map(sized).sort((a, b) => a.from - b.from),
+    deaths: deaths.sort((a, b) => a.at - b.at),
+    tampering: tampering.sort((a, b) => a.at - b.at),
+    traffic: traffic.kind === 'random' && random() < 0.15 ? { ...traffic, noCacheShare: 0.3 } : traffic,
   };
 }
 

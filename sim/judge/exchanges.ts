@@ -2,7 +2,7 @@ import type { IdpCall, SimKey } from '../record';
 import {
   BURST_CALLS_MEMORY,
   BURST_CALLS_SHARED,
-  ITEM_LIMIT_BYTES,
+  SHARED_TOKEN_LIMIT_BYTES,
   NO_CACHE_REACH_MS,
   PEPPER_SWITCH_MS,
   REJECTION_REMEMBERED_MS,
@@ -123,7 +123,7 @@ export const exchangeInvariants: readonly Invariant[] = [
                   facts.tampered(key.id, first.sentAt, call.sentAt) ||
                   facts.rotated(call.sentAt - PEPPER_SWITCH_MS, call.sentAt) ||
                   // DynamoDB's item limit: the table cannot hold it, so none can wait on it there.
-                  facts.tokensWithin(key.id, -Infinity, call.sentAt).some((issued) => issued.call.bytes > ITEM_LIMIT_BYTES)));
+                  facts.tokensWithin(key.id, -Infinity, call.sentAt).some((issued) => issued.call.bytes > SHARED_TOKEN_LIMIT_BYTES)));
             if (excused) continue;
             counted++;
             if (counted > limit + stopped && !flagged.has(call)) {
@@ -173,7 +173,7 @@ export const exchangeInvariants: readonly Invariant[] = [
             facts.rotated(second.sentAt - PEPPER_SWITCH_MS, second.sentAt) ||
             facts.stoppedHolders(key.id, first.sentAt, second.sentAt).some((holder) => holder.instance === first.instance) ||
             // DynamoDB's item limit: a token too large for the table is each instance's own to refresh.
-            (heldIn(facts, second, 'refresh')?.call.bytes ?? 0) > ITEM_LIMIT_BYTES;
+            (heldIn(facts, second, 'refresh')?.call.bytes ?? 0) > SHARED_TOKEN_LIMIT_BYTES;
           if (!excused)
             flag(
               second.sentAt,
@@ -213,9 +213,9 @@ export const exchangeInvariants: readonly Invariant[] = [
         if (!first) continue;
         const staleBy = issued.issuedAt + life.staleMs + facts.slack(receiver, first.asked.instance);
         const by = (instance: string) => facts.shared || instance === receiver;
-        const called = facts
-          .sentWithin(issued.issuedAt + life.refreshMs - facts.spread, staleBy)
-          .some((call) => call.key === key.id && by(call.instance));
+        // An exchange for the key under way in the window is the one refresh at a time, even one sent just before it opened.
+        const opens = issued.issuedAt + life.refreshMs - facts.spread;
+        const called = facts.callsFor(key.id).some((call) => call.sentAt <= staleBy && call.endedAt >= opens && by(call.instance));
         const newer = facts.tokensWithin(key.id, issued.issuedAt, staleBy).some((other) => other !== issued && by(other.receiver));
         const from = first.asked.arrivedAt - facts.T;
         const excused = (facts.shared && facts.stoppedHolders(key.id, from, staleBy).length > 0) || facts.tampered(key.id, from, staleBy);
@@ -241,7 +241,7 @@ export const exchangeInvariants: readonly Invariant[] = [
           if (!facts.shared || !(asked.arrivedAt > told + NO_CACHE_REACH_MS)) return false;
           return !(
             // DynamoDB's item limit: a token too large for the table reaches no other instance.
-            replacement.call.bytes > ITEM_LIMIT_BYTES ||
+            replacement.call.bytes > SHARED_TOKEN_LIMIT_BYTES ||
             facts.troubled(replacement.receiver, missed.asked.arrivedAt, told) ||
             facts.tableFault(instance, asked.arrivedAt - NO_CACHE_REACH_MS, answer.answeredAt, key.id) ||
             facts.pepperFault(instance, asked.arrivedAt - NO_CACHE_REACH_MS, answer.answeredAt) ||

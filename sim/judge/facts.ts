@@ -7,7 +7,7 @@ import {
   HOLD_MAX_S,
   HOLD_MIN_S,
   HOLD_UNSAID_S,
-  ITEM_LIMIT_BYTES,
+  SHARED_TOKEN_LIMIT_BYTES,
   PEPPER_SWITCH_MS,
   PROOF_LIFETIMES,
   REJECTION_REMEMBERED_MS,
@@ -116,6 +116,7 @@ export class Facts {
   readonly dangling: Violation[] = [];
 
   private readonly instances = new Map<string, { readonly skewMs: number; readonly diedAt: number | undefined }>();
+  private readonly requestsOn = new Map<string, Asked[]>();
   private readonly callsByKey = new Map<string, IdpCall[]>();
   private readonly callsByRequest = new Map<number, IdpCall[]>();
   private readonly ended = new Map<string, Moments<IdpCall>>();
@@ -157,6 +158,14 @@ export class Facts {
   }
 
   // ---- keys, requests, calls, tokens ----
+
+  /** Whether `asked` was the only request on its instance from its arrival to `until`. */
+  alone(asked: Asked, until: number): boolean {
+    return !(this.requestsOn.get(asked.instance) ?? []).some(
+      (other) =>
+        other.id !== asked.id && other.arrivedAt <= until && (this.answers.get(other.id)?.answeredAt ?? Infinity) >= asked.arrivedAt,
+    );
+  }
 
   callsFor(key: string): readonly IdpCall[] {
     return this.callsByKey.get(key) ?? [];
@@ -235,7 +244,7 @@ export class Facts {
    * with no faulty table call or pepper read in between ("Every outcome a request meets is published").
    */
   publishedAt(issued: Issued): number | undefined {
-    if (!this.shared || !issued.life.kept || issued.call.bytes > ITEM_LIMIT_BYTES) return undefined;
+    if (!this.shared || !issued.life.kept || issued.call.bytes > SHARED_TOKEN_LIMIT_BYTES) return undefined;
     const told = this.answers.get(issued.call.request)?.answeredAt;
     // Trouble anywhere in the request that got it: a visit that began without the table never publishes.
     const asked = this.requests.get(issued.call.request)?.arrivedAt ?? issued.call.sentAt;
@@ -396,7 +405,10 @@ export class Facts {
     for (const asked of this.record.requests) {
       if (!this.keys.has(asked.key) || !this.instances.has(asked.instance)) {
         this.dangle(asked.arrivedAt, `request ${asked.id} names key ${asked.key} on ${asked.instance}, which the record does not hold`);
-      } else this.requests.set(asked.id, asked);
+      } else {
+        this.requests.set(asked.id, asked);
+        this.requestsOn.set(asked.instance, [...(this.requestsOn.get(asked.instance) ?? []), asked]);
+      }
     }
     for (const answer of [...this.record.answers].sort((a, b) => a.answeredAt - b.answeredAt)) {
       const asked = this.requests.get(answer.request);

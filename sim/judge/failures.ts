@@ -1,7 +1,7 @@
 import type { Asked, IdpCall, IdpOutcome } from '../record';
 import {
   CLOCKS_APART_MS,
-  ITEM_LIMIT_BYTES,
+  SHARED_TOKEN_LIMIT_BYTES,
   DEAD_HOLDER_DELAY_MS,
   ERROR_CODES,
   FAILURE_REMEMBERED_MS,
@@ -83,9 +83,15 @@ export const failureInvariants: readonly Invariant[] = [
         const outcome = FAILURE_OF[answer.status];
         // A 504 at its own deadline is its own timeout, not a remembered one: whether it was due is `worse than off`'s.
         if (outcome === undefined || (outcome === 'timeout' && answer.answeredAt - asked.arrivedAt >= facts.T)) continue;
+        // Clocks: an end another instance dated may read up to the spread late, so it may have come that much before.
         const met = facts
-          .endedWithin(key.id, asked.arrivedAt, answer.answeredAt)
-          .some((call) => call.outcome === outcome && (facts.shared || call.instance === asked.instance));
+          .endedWithin(key.id, asked.arrivedAt - (facts.shared ? facts.spread : 0), answer.answeredAt)
+          .some(
+            (call) =>
+              call.outcome === outcome &&
+              call.endedAt >= asked.arrivedAt - facts.slack(call.instance, asked.instance) &&
+              (facts.shared || call.instance === asked.instance),
+          );
         if (!met) flag(answer.answeredAt, `${describe(asked)} got ${answer.status} from no IdP call that ended after it arrived`);
       }
     },
@@ -205,7 +211,7 @@ export const failureInvariants: readonly Invariant[] = [
                   call.instance !== asked.instance &&
                   call.sentAt <= asked.arrivedAt + facts.T &&
                   call.endedAt >= asked.arrivedAt &&
-                  call.bytes > ITEM_LIMIT_BYTES,
+                  call.bytes > SHARED_TOKEN_LIMIT_BYTES,
               );
           // "Clocks": a token that cannot be kept, received elsewhere within the clocks' spread after this request arrived,
           // is a fact that may take effect that much early here: this request may have judged itself later than it.

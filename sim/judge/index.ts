@@ -1,5 +1,6 @@
 import type { SimRecord, Violation } from '../record';
 import { answerInvariants } from './answers';
+import { costInvariants } from './costs';
 import { exchangeInvariants } from './exchanges';
 import { failureInvariants } from './failures';
 import { Facts } from './facts';
@@ -9,7 +10,13 @@ import type { Invariant } from './invariant';
 export type { Invariant } from './invariant';
 
 /** Every invariant the judge applies, by name, each citing the contract's words. */
-export const invariants: readonly Invariant[] = [...answerInvariants, ...failureInvariants, ...holdInvariants, ...exchangeInvariants];
+export const invariants: readonly Invariant[] = [
+  ...answerInvariants,
+  ...failureInvariants,
+  ...holdInvariants,
+  ...exchangeInvariants,
+  ...costInvariants,
+];
 
 /**
  * Judge a simulation run by the contract alone, from what its record shows from outside the cache:

@@ -752,6 +752,19 @@ describe('no-cache', () => {
     expect(broken(past)).toEqual(['no-cache']);
   });
 
+  it("takes another instance's error that ended up to the clock spread before it arrived, as dated, not one older", () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        story.failed('i0', 0, 'error', { latencyMs: 100 });
+        story.error(story.ask('i1', 2100 + step, { noCache: true }), 2100 + step, 502);
+      },
+      { phases: [failing({ kind: 'error' })], skews: [0, 2000] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['no-cache']);
+  });
+
   it('may time out at its own deadline, never before it without a call that timed out', () => {
     const [kept, past] = twice(
       (story, step) => {
@@ -1871,7 +1884,7 @@ describe('burst', () => {
     expect(broken(tell((story) => story.tamper(700, 'b', 'garbage')))).toEqual(['burst']);
   });
 
-  it('excuses the calls after a token too big for a table item', () => {
+  it('excuses the calls after a token too big to share (over 300 KB, as the docs say)', () => {
     const tell = (bytes: number) => {
       const story = new Story({ phases: [failing({ kind: 'reject' })] });
       story.failed('i0', 0, 'unauthorized', { latencyMs: 20 });
@@ -1881,8 +1894,8 @@ describe('burst', () => {
       return story.record();
     };
 
-    expect(judge(tell(400 * 1024 + 1))).toEqual([]);
-    expect(broken(tell(400 * 1024))).toEqual(['burst']);
+    expect(judge(tell(300_001))).toEqual([]);
+    expect(broken(tell(300_000))).toEqual(['burst']);
   });
 
   it('with memory, counts only the calls of the instance whose exchange began the burst', () => {
@@ -2189,17 +2202,18 @@ describe('refresh fires', () => {
     expect(broken(tell(72_001))).toEqual(['refresh fires']);
   });
 
-  it("counts only a call for the token's key, sent once its window opened", () => {
-    const tell = (key: string, at: number) => {
+  it("counts only a call for the token's key under way once its window opened", () => {
+    const tell = (key: string, at: number, latencyMs = 0) => {
       const story = new Story();
       const { token } = story.miss('i0', 0);
-      story.failed('i1', at, 'error', { key, noCache: true });
+      story.failed('i1', at, 'error', { key, noCache: true, latencyMs });
       story.kept('i0', 55_000, token);
       return story.record();
     };
 
     expect(judge(tell('a', 50_000))).toEqual([]);
-    expect(broken(tell('a', 49_999))).toEqual(['refresh fires']);
+    expect(judge(tell('a', 49_000, 1000))).toEqual([]);
+    expect(broken(tell('a', 49_000, 999))).toEqual(['refresh fires']);
     expect(broken(tell('b', 50_000))).toEqual(['refresh fires']);
   });
 
@@ -2433,5 +2447,46 @@ describe('pepper', () => {
     story.kept('i1', 70_000, token);
 
     expect(broken(story.record())).toEqual(['memory stays on its instance']);
+  });
+});
+
+describe('costs', () => {
+  /** A request on i0 that lasts 100 ms, and `reads` reads and `writes` writes of its item meanwhile. */
+  const calls = (reads: number, writes: number, story = new Story()) => {
+    story.miss('i0', 0, { latencyMs: 100 });
+    for (let index = 0; index < reads; index++) story.fault('i0', index * 5, 'a', 'none');
+    for (let index = 0; index < writes; index++) story.put('i0', index * 5, index === 0);
+    return story;
+  };
+
+  it('lets a request read its item six times and once more per 20 ms it lasts, not more', () => {
+    expect(judge(calls(11, 1).record())).toEqual([]);
+    expect(broken(calls(12, 1).record())).toEqual(['table costs']);
+  });
+
+  it('lets a request write its item four times for each of three writes and each 250 ms it lasts, not more', () => {
+    expect(judge(calls(1, 12).record())).toEqual([]);
+    expect(broken(calls(1, 13).record())).toEqual(['table costs']);
+  });
+
+  it('counts the calls of an instance only while one request is under way on it', () => {
+    const story = new Story();
+    story.miss('i0', 50, { latencyMs: 100 });
+
+    expect(judge(calls(30, 30, story).record())).toEqual([]);
+  });
+
+  it('lets an instance read the pepper again 30 s after a read that answered, 1 s after one that failed', () => {
+    const tell = (step: number, fault: PepperRead['fault']) => {
+      const story = new Story();
+      story.pepperFault('i1', 0, fault);
+      story.pepperFault('i1', (fault === 'none' ? 30_000 : 1000) - step, 'none');
+      return story.record();
+    };
+
+    expect(judge(tell(0, 'none'))).toEqual([]);
+    expect(broken(tell(1, 'none'))).toEqual(['pepper reads']);
+    expect(judge(tell(0, 'error'))).toEqual([]);
+    expect(broken(tell(1, 'error'))).toEqual(['pepper reads']);
   });
 });

@@ -1,6 +1,7 @@
 import type { IdpPhase } from '../../sim/record';
-import { type Scenario, type ScenarioKey, scriptedScenario } from '../../sim/scenario';
-import { runScenario, type SimResult, simulate } from '../../sim/simulation';
+import { drawnScenario, type Scenario, type ScenarioKey, scriptedScenario } from '../../sim/scenario';
+import { runScenario, type SimResult } from '../../sim/simulation';
+import { prng } from '../../sim/world';
 
 // Each shape of trouble a review of the shared cache reproduced, as a scenario the simulator runs
 // deterministically on the real cache code: what the callers got, and no invariant broken.
@@ -163,7 +164,8 @@ describe('the shared cache, under the trouble a review found', () => {
   it("gives a waiter its holder's token when a no-cache claim replaces the settle before the waiter reads it", async () => {
     // Found by the search (seed 100123): the token came 4.4 s after a 401, too close to prove the key
     // across clocks, so the no-cache claim did not carry it, and the waiter met a claim it could not outlast.
-    const result = await simulate(100123, 600);
+    const random = prng(100123);
+    const result = await runScenario(drawnScenario(100123, 600, random), random);
 
     expect(result.violations).toEqual([]);
     expect(result.record.answers).toHaveLength(result.record.requests.length);
@@ -208,6 +210,33 @@ describe('the shared cache, under the trouble a review found', () => {
 
     expect(sent(result).map((call) => call.retryAfterS)).toEqual([undefined, undefined, 30, 5]);
     expect(answers(result).at(-1)).toMatchObject({ instance: 'i2', status: 200, header: 'stale' });
+  });
+
+  it("answers the fleet's longer client hold over a shorter key hold its own memory knows", async () => {
+    // i0's key client-a/write is held 8 s; then i1's proven key earns a 20 s hold on the whole client.
+    // i0's next request must say what is left of the 20 s (seed 930@600: it said its own key hold's).
+    const keys = [keyOf('client-a', 'read'), keyOf('client-a', 'write')];
+    const result = await run(
+      scriptedScenario(
+        [
+          { at: 0, instance: 1, key: KEY },
+          { at: 200, instance: 0, key: 'client-a/write' },
+          { at: 5100, instance: 1, key: KEY, noCache: true },
+          { at: 6000, instance: 0, key: 'client-a/write' },
+        ],
+        {
+          keys,
+          idp: [
+            healthy(20),
+            { from: 100, minMs: 20, maxMs: 20, answer: { kind: 'throttle', retryAfter: 8 } },
+            { from: 300, minMs: 20, maxMs: 20, answer: { kind: 'throttle', retryAfter: 20 } },
+          ],
+        },
+      ),
+    );
+
+    expect(sent(result).map((call) => call.retryAfterS)).toEqual([undefined, 8, 20]);
+    expect(answers(result).at(-1)).toMatchObject({ instance: 'i0', status: 503, retryAfter: 20 });
   });
 
   it('costs no third IdP request when the instance that took over gets a token that cannot be kept', async () => {

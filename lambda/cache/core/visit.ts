@@ -263,11 +263,13 @@ export function startVisit(ask: VisitAsk, settings: CacheSettings, hedgeMs: numb
     outlasts: [],
   };
   if (now.mono >= ask.deadline) return answer({ ...visit, situation: { kind: 'done' } }, deadlineOutcome(visit, now), now);
-  // The holds are read alongside only when memory would go to the IdP; a claim reads them later if it must.
-  const mayExchange = decide(ask.memory, ask, now.epoch).act === 'exchange';
+  // The holds are read alongside only when memory would go to the IdP, or answer a hold (the fleet's may be
+  // longer: a hold is never shortened); a claim reads them later if it must.
+  const plan = decide(ask.memory, ask, now.epoch);
+  const readHolds = plan.act === 'exchange' || (plan.act === 'fail' && plan.cause === 'hold');
   return {
-    visit: mayExchange ? { ...visit, holds: { kind: 'reading' } } : visit,
-    actions: mayExchange ? [{ kind: 'read' }, { kind: 'read-holds' }] : [{ kind: 'read' }],
+    visit: readHolds ? { ...visit, holds: { kind: 'reading' } } : visit,
+    actions: readHolds ? [{ kind: 'read' }, { kind: 'read-holds' }] : [{ kind: 'read' }],
   };
 }
 

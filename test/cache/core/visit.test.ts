@@ -141,6 +141,13 @@ describe('a visit begins', () => {
     expect([wakeAt(cold.visit), visitOver(cold.visit)]).toEqual([HEDGE_MS, false]);
   });
 
+  it('by reading the holds alongside when memory would answer a hold, which the fleet may hold longer; not a remembered failure', () => {
+    const held = start({ memory: { ...NOTHING, hold: failure('upstream_throttled', 2000) } });
+    const failed = start({ memory: { ...NOTHING, failure: failure('upstream_error', 500) } });
+
+    expect([kinds(held.actions), kinds(failed.actions)]).toEqual([['read', 'read-holds'], ['read']]);
+  });
+
   it('by answering a timeout of its own at once when its deadline has passed', () => {
     const { visit, actions } = start({ deadline: monoMs(0) });
 

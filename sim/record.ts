@@ -146,6 +146,8 @@ export interface SimRecord {
   readonly upstreamTimeoutMs: number;
   /** `shared`: memory and the table; `memory`: each instance's memory alone. */
   readonly cache: 'shared' | 'memory';
+  /** `lambda`: one request at a time per instance, frozen between them; `concurrent`: many at once, never frozen. */
+  readonly mode: 'lambda' | 'concurrent';
   readonly keys: readonly SimKey[];
   readonly instances: readonly InstanceLife[];
   readonly idpPhases: readonly IdpPhase[];

@@ -244,6 +244,7 @@ export async function runScenario(plan: Scenario, random: () => number = prng(pl
   const record: SimRecord = {
     upstreamTimeoutMs: plan.upstreamTimeoutMs,
     cache: plan.cache,
+    mode: plan.mode,
     keys: plan.keys.map(({ secret: _secret, ...key }) => key),
     instances: lives,
     idpPhases: plan.idp,

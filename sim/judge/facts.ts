@@ -249,7 +249,8 @@ export class Facts {
     // Trouble anywhere in the request that got it: a visit that began without the table never publishes.
     const asked = this.requests.get(issued.call.request)?.arrivedAt ?? issued.call.sentAt;
     if (told === undefined || this.troubled(issued.receiver, asked, told)) return undefined;
-    return told;
+    // An exchange that outlived its request (a refresh ahead) publishes once its token reached the receiver.
+    return Math.max(told, this.reachedAt(issued));
   }
 
   /** Whether the table surely kept what was published in `key`'s item over [from, to]: no one touched it and the pepper stood. */
@@ -264,12 +265,28 @@ export class Facts {
    */
   heldSurely(instance: string, issued: Issued, arrivedAt: number, until: number): 'memory' | 'table' | undefined {
     if (!issued.life.kept) return undefined;
-    if ((issued.receiver === instance && issued.issuedAt < arrivedAt) || this.answeredWith(instance, issued.token, arrivedAt))
+    if ((issued.receiver === instance && this.reachedAt(issued) < arrivedAt) || this.answeredWith(instance, issued.token, arrivedAt))
       return 'memory';
     const published = this.publishedAt(issued);
     if (published === undefined || !(published < arrivedAt)) return undefined;
     if (!this.intact(issued.key.id, published, until) || this.troubled(instance, arrivedAt, until)) return undefined;
     return 'table';
+  }
+
+  /**
+   * When a token reached its receiver: when the IdP answered, unless the receiver, shaped like Lambda, was
+   * frozen then (its request answered, no other under way); then when the next request thawed it, in
+   * whichever order the two come to it.
+   */
+  reachedAt(issued: Issued): number {
+    const { call } = issued;
+    if (this.record.mode !== 'lambda') return issued.issuedAt;
+    const on = this.requestsOn.get(call.instance) ?? [];
+    const busy = on.some(
+      (asked) => asked.arrivedAt <= call.endedAt && (this.answers.get(asked.id)?.answeredAt ?? Infinity) >= call.endedAt,
+    );
+    if (busy) return issued.issuedAt;
+    return on.find((asked) => asked.arrivedAt > call.endedAt)?.arrivedAt ?? Infinity;
   }
 
   /**
@@ -419,6 +436,7 @@ export class Facts {
         this.answered.push({ asked, key: this.keys.get(asked.key) as SimKey, answer });
       }
     }
+    for (const list of this.requestsOn.values()) list.sort((a, b) => a.arrivedAt - b.arrivedAt);
     for (const asked of this.requests.values()) if (!this.answers.has(asked.id)) this.unanswered.push(asked);
   }
 

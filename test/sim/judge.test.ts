@@ -36,6 +36,7 @@ const failing = (answer: IdpPhase['answer'], minMs = 20, maxMs = minMs): IdpPhas
 
 interface Options {
   readonly cache?: 'shared' | 'memory';
+  readonly mode?: 'lambda' | 'concurrent';
   /** Each instance's skew, i0 first. */
   readonly skews?: readonly number[];
   readonly keys?: readonly SimKey[];
@@ -252,6 +253,7 @@ class Story {
     return {
       upstreamTimeoutMs: T,
       cache: this.options.cache ?? 'shared',
+      mode: this.options.mode ?? 'concurrent',
       keys: [...(this.options.keys ?? [A, B])].reverse(),
       instances: instances.reverse(),
       idpPhases: phases.reverse(),
@@ -2122,6 +2124,23 @@ describe('one refresh at a time', () => {
         }),
       ),
     ).toEqual(['one refresh at a time']);
+  });
+});
+
+describe('fresh token kept', () => {
+  it('lets the request that thaws a Lambda instance miss the token its exchange got while frozen, not the next one', () => {
+    const tell = (mode: 'lambda' | 'concurrent', thawedBefore: boolean) => {
+      const story = new Story({ mode });
+      const { token } = story.miss('i0', 0);
+      story.call(story.kept('i0', 50_000, token), 'token', { latencyMs: 2000 });
+      if (thawedBefore) story.kept('i0', 60_000, token);
+      story.miss('i0', 61_000);
+      return story.record();
+    };
+
+    expect(judge(tell('lambda', false))).toEqual([]);
+    expect(broken(tell('concurrent', false))).toEqual(['fresh token kept']);
+    expect(broken(tell('lambda', true))).toEqual(['fresh token kept']);
   });
 });
 

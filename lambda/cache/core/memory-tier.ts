@@ -1,7 +1,7 @@
 import { type EpochMs, epochMs, type MonoMs } from '../../clock';
 import { keepable, newest, openToFleet } from './lifetime';
 import type { Entry } from './lifetime';
-import type { Outcome } from './outcome';
+import type { FailureOutcome, Outcome } from './outcome';
 import {
   happenedAt,
   inForce,
@@ -129,7 +129,7 @@ export class MemoryTier {
     if (outcome.kind === 'token') {
       // A remembered failure stays its time: a token that arrives meanwhile answers, but the IdP is not asked again.
       if (keepable(outcome.entry.token)) this.keep(slot, [outcome.entry]);
-    } else if (outcome.cause !== 'deadline') {
+    } else {
       const { failure } = outcome;
       // A rejection met without the table's word is dated when it happened: met here now, or as remembered (maybe by another clock).
       const unknown: Rejection =
@@ -140,14 +140,20 @@ export class MemoryTier {
             : { at: happenedAt(failure), own: false };
       slot.rejection = laterRejection(slot.rejection, outcome.rejection === 'unknown' ? unknown : outcome.rejection);
       this.keep(slot, outcome.kept ? [outcome.kept] : []);
-      // A hold this request's own exchange earned covers whom its scope says; one seen elsewhere, this key alone.
-      if (isHold(failure) && outcome.scope === 'client' && outcome.cause === 'exchange') this.setHold(clientHoldKey, failure.until);
-      else if (isHold(failure)) slot.hold = longer(inForce(slot.hold, now) ? slot.hold : undefined, failure);
-      else slot.failure = failure;
+      // A 504 cut short by the request's own deadline is not remembered; the token it answered with is kept all the same.
+      if (outcome.cause !== 'deadline') this.remember(slot, clientHoldKey, outcome, now);
     }
     // A refresh that brought a new token leaves nothing to refresh for far longer than the retry pause.
     if (refresh) slot.refreshTriedAt = now;
     this.place(key, slot);
+  }
+
+  /** A failure or hold met: a hold this request's own exchange earned covers whom its scope says; one seen elsewhere, this key alone. */
+  private remember(slot: Slot, clientHoldKey: string, outcome: FailureOutcome, now: EpochMs): void {
+    const { failure } = outcome;
+    if (isHold(failure) && outcome.scope === 'client' && outcome.cause === 'exchange') this.setHold(clientHoldKey, failure.until);
+    else if (isHold(failure)) slot.hold = longer(inForce(slot.hold, now) ? slot.hold : undefined, failure);
+    else slot.failure = failure;
   }
 
   /** What a look in the table found: the key's latest rejection (which voids older tokens here too), and its newest token. */

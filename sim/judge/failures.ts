@@ -37,7 +37,8 @@ function metFailure(facts: Facts, { asked, answer, key }: Answered, outcome: Idp
     if (call.outcome !== outcome) return false;
     if (call.request === asked.id) return true;
     if (!facts.shared && call.instance !== asked.instance) return false;
-    if (call.endedAt >= asked.arrivedAt) {
+    // Clocks: for a no-cache request, another instance's end dated after its arrival may have come up to the spread before it.
+    if (call.endedAt >= asked.arrivedAt - (asked.noCache ? facts.slack(call.instance, asked.instance) : 0)) {
       const waited = facts.shared || call.sentAt <= asked.arrivedAt;
       return waited && !(outcome === 'timeout' && outlasts(facts, asked, call));
     }

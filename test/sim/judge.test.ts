@@ -767,6 +767,19 @@ describe('no-cache', () => {
     expect(broken(past)).toEqual(['no-cache']);
   });
 
+  it("takes another instance's 401 that ended up to the clock spread before it arrived, as `worse than off` sees it too", () => {
+    const [kept, past] = twice(
+      (story, step) => {
+        story.failed('i0', 0, 'unauthorized', { latencyMs: 100 });
+        story.error(story.ask('i1', 2100 + step, { noCache: true }), 2100 + step, 401);
+      },
+      { phases: [healthy()], skews: [0, 2000] },
+    );
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['no-cache', 'worse than off']);
+  });
+
   it('may time out at its own deadline, never before it without a call that timed out', () => {
     const [kept, past] = twice(
       (story, step) => {

@@ -250,7 +250,7 @@ export class Facts {
     const asked = this.requests.get(issued.call.request)?.arrivedAt ?? issued.call.sentAt;
     if (told === undefined || this.troubled(issued.receiver, asked, told)) return undefined;
     // An exchange that outlived its request (a refresh ahead) publishes once its token reached the receiver.
-    return Math.max(told, this.reachedAt(issued));
+    return Math.max(told, this.reachedAt(issued.call));
   }
 
   /** Whether the table surely kept what was published in `key`'s item over [from, to]: no one touched it and the pepper stood. */
@@ -265,7 +265,7 @@ export class Facts {
    */
   heldSurely(instance: string, issued: Issued, arrivedAt: number, until: number): 'memory' | 'table' | undefined {
     if (!issued.life.kept) return undefined;
-    if ((issued.receiver === instance && this.reachedAt(issued) < arrivedAt) || this.answeredWith(instance, issued.token, arrivedAt))
+    if ((issued.receiver === instance && this.reachedAt(issued.call) < arrivedAt) || this.answeredWith(instance, issued.token, arrivedAt))
       return 'memory';
     const published = this.publishedAt(issued);
     if (published === undefined || !(published < arrivedAt)) return undefined;
@@ -274,18 +274,17 @@ export class Facts {
   }
 
   /**
-   * When a token reached its receiver: when the IdP answered, unless the receiver, shaped like Lambda, was
-   * frozen then (its request answered, no other under way); then when the next request thawed it, in
-   * whichever order the two come to it.
+   * When an IdP call's answer reached its instance: when the IdP answered, unless the instance, shaped like
+   * Lambda, was frozen then (its request answered, no other under way); then when the next request thawed
+   * it, in whichever order the two come to it.
    */
-  reachedAt(issued: Issued): number {
-    const { call } = issued;
-    if (this.record.mode !== 'lambda') return issued.issuedAt;
+  reachedAt(call: IdpCall): number {
+    if (this.record.mode !== 'lambda') return call.endedAt;
     const on = this.requestsOn.get(call.instance) ?? [];
     const busy = on.some(
       (asked) => asked.arrivedAt <= call.endedAt && (this.answers.get(asked.id)?.answeredAt ?? Infinity) >= call.endedAt,
     );
-    if (busy) return issued.issuedAt;
+    if (busy) return call.endedAt;
     return on.find((asked) => asked.arrivedAt > call.endedAt)?.arrivedAt ?? Infinity;
   }
 

@@ -4,10 +4,8 @@ import {
   SHARED_TOKEN_LIMIT_BYTES,
   DEAD_HOLDER_DELAY_MS,
   ERROR_CODES,
-  FAILURE_REMEMBERED_MS,
   NO_CACHE_MAX_AGE_MS,
   PEPPER_SWITCH_MS,
-  REJECTION_REMEMBERED_MS,
   STATUS_OF,
   TAKE_OVER_RESOLUTION_SHARE,
   TAKE_OVER_SHARE,
@@ -32,8 +30,8 @@ const FAILURE_OF: Readonly<Partial<Record<number, IdpOutcome>>> = { 401: 'unauth
  * Remembered: 5 s for a 401, 1 s for any other, by the writer's clock, never for a no-cache request.
  */
 function metFailure(facts: Facts, { asked, answer, key }: Answered, outcome: IdpOutcome): boolean {
-  const remember = outcome === 'unauthorized' ? REJECTION_REMEMBERED_MS : FAILURE_REMEMBERED_MS;
-  return facts.endedWithin(key.id, asked.arrivedAt - remember - facts.spread, answer.answeredAt).some((call) => {
+  // From any time: a frozen instance meets its own answers when thawed, however long after the IdP gave them.
+  return facts.endedWithin(key.id, -Infinity, answer.answeredAt).some((call) => {
     if (call.outcome !== outcome) return false;
     if (call.request === asked.id) return true;
     if (!facts.shared && call.instance !== asked.instance) return false;
@@ -43,7 +41,9 @@ function metFailure(facts: Facts, { asked, answer, key }: Answered, outcome: Idp
       return waited && !(outcome === 'timeout' && outlasts(facts, asked, call));
     }
     const kept = rememberedMs(call, facts.T);
-    return !asked.noCache && kept > 0 && call.endedAt >= asked.arrivedAt - kept - facts.slack(call.instance, asked.instance);
+    // Its own instance met it when the answer reached it: a frozen Lambda, when thawed.
+    const met = call.instance === asked.instance ? Math.min(facts.reachedAt(call), asked.arrivedAt) : call.endedAt;
+    return !asked.noCache && kept > 0 && met >= asked.arrivedAt - kept - facts.slack(call.instance, asked.instance);
   });
 }
 

@@ -2157,6 +2157,23 @@ describe('fresh token kept', () => {
   });
 });
 
+describe('remembered failures', () => {
+  it("remembers a Lambda instance's own 401, met while it was frozen, for 5 s from the request that thawed it", () => {
+    const tell = (mode: 'lambda' | 'concurrent', at: number) => {
+      const story = new Story({ mode });
+      const { token } = story.miss('i0', 0);
+      story.call(story.kept('i0', 50_000, token), 'unauthorized', { latencyMs: 50 });
+      story.error(story.ask('i0', 53_000), 53_000, 401);
+      story.error(story.ask('i0', at), at, 401);
+      return story.record();
+    };
+
+    expect(judge(tell('lambda', 57_999))).toEqual([]);
+    expect(broken(tell('lambda', 58_001))).toEqual(['worse than off']);
+    expect(broken(tell('concurrent', 57_999))).toEqual(['worse than off']);
+  });
+});
+
 describe('refresh fires', () => {
   it('refreshes before the token goes stale once a request comes in its window', () => {
     const [kept, past] = twice((story, step) => {

@@ -269,7 +269,8 @@ export class Facts {
       return 'memory';
     const published = this.publishedAt(issued);
     if (published === undefined || !(published < arrivedAt)) return undefined;
-    if (!this.intact(issued.key.id, published, until) || this.troubled(instance, arrivedAt, until)) return undefined;
+    // Untouched from the receipt on: a copy written back between the publication's write and its answer hides it too.
+    if (!this.intact(issued.key.id, this.reachedAt(issued.call), until) || this.troubled(instance, arrivedAt, until)) return undefined;
     return 'table';
   }
 

@@ -974,6 +974,19 @@ describe('stale if error', () => {
     expect(broken(past)).toEqual(['stale if error']);
   });
 
+  it('owes no copy an old item written back after its receipt hid, even before its request was answered', () => {
+    const tell = (replayAt: number) => {
+      const story = new Story();
+      story.miss('i0', 0, { latencyMs: 20, answerAfterMs: 10 });
+      story.tamper(replayAt, 'a', 'replay', 0);
+      story.failed('i1', 60_000, 'error');
+      return story.record();
+    };
+
+    expect(judge(tell(25))).toEqual([]);
+    expect(broken(tell(15))).toEqual(['stale if error']);
+  });
+
   it('demands a copy only where every clock would still serve it', () => {
     const [kept, past] = twice(
       (story, step) => {

@@ -25,7 +25,8 @@ export async function exchangeResult(
     return { token: ownEntry(token, clock.epoch(), instance, after) };
   } catch (error) {
     if (!(error instanceof ExchangeError) || !isRemembered(error)) throw error;
-    const late = error.code === 'upstream_timeout' ? Math.max(0, clock.mono() - deadline.at) : 0;
+    // Handled after the deadline (a Lambda frozen meanwhile), it came by the deadline at the latest: dated no later.
+    const late = Math.max(0, clock.mono() - deadline.at);
     return { failure: remember(error, epochMs(clock.epoch() - late)) };
   }
 }

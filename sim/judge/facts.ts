@@ -589,7 +589,8 @@ export class Facts {
         (call) => call.outcome === 'unauthorized' && call.instance === instance && call.endedAt > issued.issuedAt,
       );
       const mayKnow = this.shared || issued.receiver === instance || this.answeredWith(instance, issued.token, at);
-      return provesUntil > at - slack && !ownRejection && mayKnow;
+      // With `shared` the throttle also answers the requests that shared it, each on its own clock ("Clocks").
+      return provesUntil > at - (this.shared ? this.spread : slack) && !ownRejection && mayKnow;
     });
   }
 

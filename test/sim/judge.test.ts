@@ -1773,6 +1773,19 @@ describe('hold earned', () => {
     expect(broken(tell(() => undefined))).toEqual(['hold earned']);
   });
 
+  it('answers the hold of a secret proven up to the clock spread before the throttle, which its sharers may judge by their clocks', () => {
+    const tell = (at: number) => {
+      const story = new Story({ skews: [0, 2000] });
+      story.miss('i0', 0);
+      story.failed('i0', at, 'throttled', { retryAfterS: 10, noCache: true });
+      story.error(story.ask('i1', at + 1000, { key: 'b' }), at + 1000, 503, { retryAfter: 11 });
+      return story.record();
+    };
+
+    expect(judge(tell(201_999))).toEqual([]);
+    expect(broken(tell(202_001))).toEqual(['hold earned']);
+  });
+
   it("with memory, answers its own instance's hold", () => {
     const story = new Story({ cache: 'memory' });
     story.failed('i0', 0, 'throttled', { retryAfterS: 10 });

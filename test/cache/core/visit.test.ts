@@ -584,6 +584,13 @@ describe("a waiter finds its holder's outcome", () => {
     expect([kinds(unshared.actions), kinds(before.actions)]).toEqual([['write:claim'], ['write:claim']]);
   });
 
+  it('no kept token past its freshness (an old outcome written back): it asks on', () => {
+    const stale = token('old', 3_500_000, { by: 'there' });
+    const { actions } = run(waitingOn(), [read(item({ ended: [answeredBy('other', -3_500_000, stored(stale))] }), 150), 152]);
+
+    expect(kinds(actions)).toEqual(['write:claim']);
+  });
+
   it('a failure still in force: its answer; one whose time is over: no answer', () => {
     const failed = (untilMs: number) => item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', untilMs) })] });
     const inForce = run(waitingOn(), [read(failed(1000), 150), 152]);

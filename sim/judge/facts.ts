@@ -159,12 +159,16 @@ export class Facts {
 
   // ---- keys, requests, calls, tokens ----
 
+  /** The requests under way on `instance` at some moment of [from, to] (unanswered ones to the end). */
+  underWay(instance: string, from: number, to: number): Asked[] {
+    return (this.requestsOn.get(instance) ?? []).filter(
+      (asked) => asked.arrivedAt <= to && (this.answers.get(asked.id)?.answeredAt ?? Infinity) >= from,
+    );
+  }
+
   /** Whether `asked` was the only request on its instance from its arrival to `until`. */
   alone(asked: Asked, until: number): boolean {
-    return !(this.requestsOn.get(asked.instance) ?? []).some(
-      (other) =>
-        other.id !== asked.id && other.arrivedAt <= until && (this.answers.get(other.id)?.answeredAt ?? Infinity) >= asked.arrivedAt,
-    );
+    return this.underWay(asked.instance, asked.arrivedAt, until).every((other) => other.id === asked.id);
   }
 
   callsFor(key: string): readonly IdpCall[] {
@@ -281,12 +285,8 @@ export class Facts {
    */
   reachedAt(call: IdpCall): number {
     if (this.record.mode !== 'lambda') return call.endedAt;
-    const on = this.requestsOn.get(call.instance) ?? [];
-    const busy = on.some(
-      (asked) => asked.arrivedAt <= call.endedAt && (this.answers.get(asked.id)?.answeredAt ?? Infinity) >= call.endedAt,
-    );
-    if (busy) return call.endedAt;
-    return on.find((asked) => asked.arrivedAt > call.endedAt)?.arrivedAt ?? Infinity;
+    if (this.underWay(call.instance, call.endedAt, call.endedAt).length > 0) return call.endedAt;
+    return (this.requestsOn.get(call.instance) ?? []).find((asked) => asked.arrivedAt > call.endedAt)?.arrivedAt ?? Infinity;
   }
 
   /**
@@ -424,7 +424,7 @@ export class Facts {
         this.dangle(asked.arrivedAt, `request ${asked.id} names key ${asked.key} on ${asked.instance}, which the record does not hold`);
       } else {
         this.requests.set(asked.id, asked);
-        this.requestsOn.set(asked.instance, [...(this.requestsOn.get(asked.instance) ?? []), asked]);
+        listIn(this.requestsOn, asked.instance).push(asked);
       }
     }
     for (const answer of [...this.record.answers].sort((a, b) => a.answeredAt - b.answeredAt)) {

@@ -56,7 +56,7 @@ function failureInForce(facts: Facts, key: SimKey, instance: string, at: number)
         (facts.shared || hold.instance === instance) &&
         facts.covers(hold, key, 'possibly') &&
         hold.from <= at &&
-        at < hold.until + facts.slack(hold.instance, instance),
+        at < hold.lateUntil + facts.slack(hold.instance, instance),
     );
   return remembered || held;
 }

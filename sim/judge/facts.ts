@@ -53,6 +53,11 @@ export interface Hold {
   readonly instance: string;
   readonly from: number;
   readonly until: number;
+  /**
+   * The latest its own instance may see it end: a Lambda frozen when the IdP answered meets the throttle
+   * when it thaws and counts the retry-after from then, or from its request's deadline (it came by then).
+   */
+  readonly lateUntil: number;
   readonly retryAfterS: number;
   /** When the request that earned it was answered: the hold was published to the fleet by then. */
   readonly told: number | undefined;
@@ -393,7 +398,7 @@ export class Facts {
 
   /** Holds that may be in force at `at` for `key`: earned by then, and not ended by any clock. */
   holdsAround(key: SimKey, at: number): Hold[] {
-    return this.holdsWithin(key, at - HOLD_MAX_S * SECOND_MS - this.spread, at);
+    return this.holdsWithin(key, at - HOLD_MAX_S * SECOND_MS - this.T - this.spread, at);
   }
 
   /** Whether `hold` covers requests for `key` ("The IdP asks to wait"). */
@@ -551,6 +556,8 @@ export class Facts {
   private holdFrom(call: IdpCall, source: SimKey): Hold {
     const retryAfterS = Math.min(HOLD_MAX_S, Math.max(HOLD_MIN_S, call.retryAfterS ?? HOLD_UNSAID_S));
     const from = call.endedAt;
+    const asked = this.requests.get(call.request);
+    const metLate = this.reachedAt(call) > from && asked !== undefined;
     const proven = (certainty: Certainty) => source.kind === 'secret' && this.proven(source, call, certainty);
     return {
       call,
@@ -558,6 +565,7 @@ export class Facts {
       instance: call.instance,
       from,
       until: from + retryAfterS * SECOND_MS,
+      lateUntil: (metLate ? Math.max(from, this.deadline(asked)) : from) + retryAfterS * SECOND_MS,
       retryAfterS,
       told: this.answers.get(call.request)?.answeredAt,
       proven: { surely: proven('surely'), possibly: proven('possibly') },

@@ -37,9 +37,13 @@ function atEdge(until: number, at: number): number {
   return (over > 0 && over < 1) || over > SECOND_MS - 1 ? 1 : 0;
 }
 
-/** A value a 503's retry-after may state: a hold's seconds left, within the clocks' spread when another instance dated it. */
+/**
+ * The values a 503's retry-after may state: a hold's seconds left (more, up to `most`, where its instance met
+ * it late), within the clocks' spread when another instance dated it.
+ */
 interface Due {
   readonly seconds: number;
+  readonly most: number;
   readonly tolerance: number;
   /** Surely known to the answering instance: never shortened below it. */
   readonly sure: boolean;
@@ -50,14 +54,14 @@ function duesOf(facts: Facts, asked: Asked, answeredAt: number): Due[] {
   const dues: Due[] = [];
   for (const call of facts.callsOf(asked.id)) {
     const own = facts.holdOf(call);
-    if (own) dues.push({ seconds: own.retryAfterS, tolerance: 0, sure: true });
+    if (own) dues.push({ seconds: own.retryAfterS, most: own.retryAfterS, tolerance: 0, sure: true });
   }
-  for (const hold of facts.holdsWithin(key, asked.arrivedAt - HOLD_MAX_S * SECOND_MS - facts.spread, answeredAt)) {
+  for (const hold of facts.holdsAround(key, answeredAt)) {
     if (hold.call.request === asked.id || (!facts.shared && hold.instance !== asked.instance) || !facts.covers(hold, key, 'possibly'))
       continue;
     const slack = facts.slack(hold.instance, asked.instance);
     // In force when it came (by some clock), or met while it waited: the burst it joined was throttled.
-    const inForce = hold.from <= asked.arrivedAt && asked.arrivedAt < hold.until + slack;
+    const inForce = hold.from <= asked.arrivedAt && asked.arrivedAt < hold.lateUntil + slack;
     const met = hold.from >= asked.arrivedAt && hold.from <= answeredAt;
     if (!inForce && !met) continue;
     const known =
@@ -74,6 +78,7 @@ function duesOf(facts: Facts, asked: Asked, answeredAt: number): Due[] {
           );
     dues.push({
       seconds: secondsLeft(hold.until, answeredAt),
+      most: secondsLeft(hold.lateUntil, answeredAt),
       tolerance: Math.ceil(slack / SECOND_MS) + atEdge(hold.until, answeredAt),
       sure: known && facts.covers(hold, key, 'surely'),
     });
@@ -124,9 +129,14 @@ export const holdInvariants: readonly Invariant[] = [
         }
         const stated = answer.retryAfter;
         const least = Math.max(-Infinity, ...dues.filter((due) => due.sure).map((due) => due.seconds - due.tolerance));
-        const matches = dues.some((due) => Math.abs((stated ?? NaN) - due.seconds) <= due.tolerance);
+        const matches = dues.some(
+          (due) => (stated as number) >= due.seconds - due.tolerance && (stated as number) <= due.most + due.tolerance,
+        );
         if (!matches || (stated as number) < least) {
-          const shown = dues.map((due) => `${due.seconds}${due.tolerance > 0 ? `±${due.tolerance}` : ''}${due.sure ? ' (known)' : ''}`);
+          const shown = dues.map(
+            (due) =>
+              `${due.seconds}${due.most > due.seconds ? `-${due.most}` : ''}${due.tolerance > 0 ? `±${due.tolerance}` : ''}${due.sure ? ' (known)' : ''}`,
+          );
           flag(answer.answeredAt, `${describe(asked)} got retry-after ${String(stated)} where the holds say ${shown.join(', ')}`);
         }
       }

@@ -1622,6 +1622,22 @@ describe('hold kept', () => {
 });
 
 describe('hold earned', () => {
+  it("lets a Lambda instance frozen when the IdP throttled it count the retry-after from its thaw, or its request's deadline", () => {
+    const tell = (mode: 'lambda' | 'concurrent', retryAfter: number) => {
+      const story = new Story({ mode });
+      const { token } = story.miss('i0', 0);
+      story.call(story.kept('i0', 60_000, token), 'throttled', { retryAfterS: 60, latencyMs: 1000 });
+      story.error(story.ask('i0', 103_000), 103_000, 503, { retryAfter });
+      return story.record();
+    };
+
+    // The IdP's hold has 18 s left; dated at the deadline (65 s), 22.
+    expect([judge(tell('lambda', 18)), judge(tell('lambda', 22)), judge(tell('concurrent', 18))]).toEqual([[], [], []]);
+    expect(broken(tell('lambda', 23))).toEqual(['hold earned']);
+    expect(broken(tell('lambda', 17))).toEqual(['hold earned']);
+    expect(broken(tell('concurrent', 19))).toEqual(['hold earned']);
+  });
+
   it('answers 503 only under a hold', () => {
     const story = new Story();
     story.error(story.ask('i0', 0), 0, 503, { retryAfter: 1 });

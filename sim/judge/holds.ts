@@ -67,15 +67,7 @@ function duesOf(facts: Facts, asked: Asked, answeredAt: number): Due[] {
     const known =
       hold.instance === asked.instance
         ? hold.from <= asked.arrivedAt && asked.arrivedAt < hold.until
-        : asked.arrivedAt < hold.until - facts.spread &&
-          fleetKnew(facts, hold, asked.instance, asked.arrivedAt, answeredAt) &&
-          // An instance knows another's hold once it read the item that holds it: the source key's or a hold item.
-          facts.readTable(
-            asked.instance,
-            asked.arrivedAt,
-            answeredAt,
-            (item) => facts.holdItem(item, hold.source) && (item !== hold.source.id || hold.source.id === key.id),
-          );
+        : asked.arrivedAt < hold.until - facts.spread && fleetKnew(facts, hold, asked.instance, asked.arrivedAt, answeredAt);
     dues.push({
       seconds: secondsLeft(hold.until, answeredAt),
       most: secondsLeft(hold.lateUntil, answeredAt),

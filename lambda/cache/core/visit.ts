@@ -363,9 +363,13 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
     case 'answer':
       return answerToken(decided, plan.entry, now);
     case 'fail':
-      // A hold the holds being read may lengthen waits for them, within the hedge.
-      if (decided.holds.kind === 'reading' && decided.situation.kind === 'reading') {
-        return nothing({ ...decided, situation: { ...decided.situation, read } });
+      // A hold the holds (being) read may lengthen waits for them, within the hedge: a hold is never shortened.
+      if (
+        decided.situation.kind === 'reading' &&
+        (decided.holds.kind === 'reading' || (decided.holds.kind === 'unread' && plan.cause === 'hold'))
+      ) {
+        const parked: Visit = { ...decided, situation: { ...decided.situation, read }, holds: { kind: 'reading' } };
+        return decided.holds.kind === 'unread' ? { visit: parked, actions: [{ kind: 'read-holds' }] } : nothing(parked);
       }
       return failWith(decided, outcomeOf(decided, plan.failure, plan.cause, now), now);
     case 'wait': {

@@ -107,8 +107,9 @@ export class TokenCache {
         return this.answer(tokenOutcome(plan.entry, 'memory'), ask, found);
       case 'fail': {
         // With the table, a failure or hold this instance remembers is answered once the table shows no kept
-        // token of the fleet's in its place, and a stale one stands in only once it shows no rejection since.
-        if (this.shared && !ask.noCache) {
+        // token of the fleet's in its place, and a stale one stands in only once it shows no rejection since;
+        // a hold, even to no-cache, once it shows no longer one of the fleet's.
+        if (this.shared && (!ask.noCache || plan.cause === 'hold')) {
           const slot = found ?? this.memory.slot(key);
           return this.answer(await this.start(key, slot, false, ask, request), ask, slot);
         }
@@ -297,8 +298,9 @@ export class TokenCache {
   private async uncached(ask: CacheAsk): Promise<CacheAnswer> {
     const { clientId } = ask.request;
     const holdKeys = [clientHoldKey(clientId, ask.tokenUrl), assertionHoldKey(clientId, ask.tokenUrl)];
-    const read = this.memory.hold(holdKeys, this.runtime.epoch()) ?? (await this.shared?.holdOn(holdKeys, ask.deadline, ask.report));
-    // A hold another request here met while the table was read counts as well: memory is asked again just before sending.
+    // The table is read even under a hold memory knows: another instance may have met a longer one since.
+    const read = await this.shared?.holdOn(holdKeys, ask.deadline, ask.report);
+    // Memory is asked after the read, just before sending: a hold another request here met meanwhile counts as well.
     const held = longer(read, this.memory.hold(holdKeys, this.runtime.epoch()));
     if (held) {
       ask.report.remembered = 'hold';

@@ -148,6 +148,17 @@ describe('a visit begins', () => {
     expect([kinds(held.actions), kinds(failed.actions)]).toEqual([['read', 'read-holds'], ['read']]);
   });
 
+  it("reads the holds once the key's item shows a hold memory did not know, and answers the fleet's longer one", () => {
+    const keyHold = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_throttled', 5000) })] });
+    const parked = run(start({ memory: { ...NOTHING, failure: failure('upstream_error', 500) } }), [read(keyHold), 3]);
+    const { actions } = run(parked, [holds(failure('upstream_throttled', 30_000)), 6]);
+
+    expect([kinds(parked.actions), answerOf(actions)]).toEqual([
+      ['read-holds'],
+      expect.objectContaining({ failure: failure('upstream_throttled', 30_000), cause: 'hold' }),
+    ]);
+  });
+
   it('by answering a timeout of its own at once when its deadline has passed', () => {
     const { visit, actions } = start({ deadline: monoMs(0) });
 

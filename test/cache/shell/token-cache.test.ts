@@ -339,6 +339,47 @@ describe('TOKEN_CACHE=shared', () => {
     expect(server.received).toHaveLength(1);
   });
 
+  it("answers a caller's private_key_jwt request held here with the fleet's longer hold on its client", async () => {
+    // Prepare: a 429 of 5 s held this client's assertions here; then the fleet holds the whole client 30 s.
+    const assertion: TokenRequest = {
+      clientId,
+      clientAssertion: 'header.payload.signature',
+      accessTokenUrl: `${server.origin}/token`,
+      grantType: 'client_credentials',
+      authMethod: 'private_key_jwt',
+    };
+    const { cache, on } = await gatedCache(assertion);
+    server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '5' }));
+    await expect(cache.resolve(on(5000))).rejects.toMatchObject({ retryAfterSeconds: 5 });
+    await table.plant(holdItemKeys(table.pepper, clientHoldKey(clientId, assertion.accessTokenUrl)), itemStates(() => wall).hold(30_000));
+
+    // Act
+    const held = cache.resolve(on(5000));
+
+    // Assess
+    await expect(held).rejects.toMatchObject({ code: 'upstream_throttled', retryAfterSeconds: 30 });
+    expect(server.received).toHaveLength(1);
+  });
+
+  it("answers a no-cache request held here with the fleet's longer hold on its client", async () => {
+    // Prepare: a 429 of 5 s held the key here; then the fleet holds the whole client 30 s.
+    const tokenRequest = request();
+    const { cache, on } = await gatedCache(tokenRequest);
+    server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '5' }));
+    await expect(cache.resolve(on(5000))).rejects.toMatchObject({ retryAfterSeconds: 5 });
+    await table.plant(
+      holdItemKeys(table.pepper, clientHoldKey(clientId, tokenRequest.accessTokenUrl)),
+      itemStates(() => wall).hold(30_000),
+    );
+
+    // Act
+    const held = cache.resolve({ ...on(5000), noCache: true });
+
+    // Assess
+    await expect(held).rejects.toMatchObject({ code: 'upstream_throttled', retryAfterSeconds: 30 });
+    expect(server.received).toHaveLength(1);
+  });
+
   it('tells a hold it was told of with the seconds left as the answer leaves, not as the hold was learnt', async () => {
     // Prepare: the client is held 30 s in the table; the request claims the key before its hold read comes back.
     const tokenRequest = request();

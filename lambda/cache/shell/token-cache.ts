@@ -108,8 +108,8 @@ export class TokenCache {
       case 'fail': {
         // With the table, a failure or hold this instance remembers is answered once the table shows no kept
         // token of the fleet's in its place, and a stale one stands in only once it shows no rejection since;
-        // a hold, even to no-cache, once it shows no longer one of the fleet's.
-        if (this.shared && (!ask.noCache || plan.cause === 'hold')) {
+        // a hold (all a no-cache request fails on here) once it shows no longer one of the fleet's.
+        if (this.shared) {
           const slot = found ?? this.memory.slot(key);
           return this.answer(await this.start(key, slot, false, ask, request), ask, slot);
         }

@@ -159,6 +159,15 @@ describe('a visit begins', () => {
     ]);
   });
 
+  it("waits for the holds it reads already when the key's item shows a hold, and reads none for a remembered failure", () => {
+    const keyHold = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_throttled', 5000) })] });
+    const keyFailure = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', 900) })] });
+    const reading = run(start({ memory: { ...NOTHING, hold: failure('upstream_throttled', 2000) } }), [read(keyHold), 3]);
+    const failed = run(start({ memory: { ...NOTHING, failure: failure('upstream_error', 500) } }), [read(keyFailure), 3]);
+
+    expect([reading.actions, kinds(failed.actions)]).toEqual([[], ['answer']]);
+  });
+
   it('by answering a timeout of its own at once when its deadline has passed', () => {
     const { visit, actions } = start({ deadline: monoMs(0) });
 

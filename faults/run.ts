@@ -40,7 +40,7 @@ that the rows make slow or hang, all on 127.0.0.1.
                   and when (times in ms since the row started)
 
 Prints one markdown table (stdout) and progress lines (stderr). Exits 1 when any answer of any mode comes more than
-100 ms after its ${DEADLINE_MS / 1000} s deadline, when \`shared\` answers fewer 200s than 99% of \`off\`'s in a row, when any mode
+100 ms after its ${DEADLINE_MS / 1000} s deadline, when \`shared\` answers a share of 200s under 99% of \`off\`'s in a row, when any mode
 answers with a token of another key or within 5 s of its expiry, or when \`shared\` asks the IdP more often per key than a
 row allows.`;
 
@@ -166,6 +166,9 @@ async function runScenario(campaign: Campaign, scenario: Scenario, index: number
   const replay = scenario.replay;
   if (replay) await command(replayer, { kind: 'record' });
   proxy.set(scenario.table);
+  // Warm under the row's table and IdP, each instance with a key of its own: what it has lately seen is what it meets.
+  idp.play(scenario.idp, Date.now());
+  await Promise.all(MODES.flatMap((mode) => fleets[mode].map((instance, i) => askOne(idp, instance, `s${index}-${mode}-warm${i}`))));
   // Each group of modes works at once against the IdP's script, from the group's own start.
   for (const modes of scenario.alone ? MODES.map((mode) => [mode]) : [MODES]) {
     const startedAt = Date.now();
@@ -310,7 +313,13 @@ function missed(scenario: Scenario, tallies: Tallies): string[] {
     for (const [what, count] of tally.wrong) misses.push(`${scenario.name}: \`${mode}\` answered ${count} tokens: ${what}`);
   }
   const { shared, off } = tallies;
-  if (shared.ok < 0.99 * off.ok) misses.push(`${scenario.name}: \`shared\` answered ${shared.ok} 200s, under 99% of \`off\`'s ${off.ok}`);
+  // Callers come back to back, so a mode that answers later is asked less often: the share of 200s is what compares.
+  const share = (tally: Tally) => (tally.answered === 0 ? 0 : tally.ok / tally.answered);
+  if (share(shared) < 0.99 * share(off)) {
+    misses.push(
+      `${scenario.name}: \`shared\` answered ${shared.ok} of ${shared.answered} with 200, under 99% of \`off\`'s ${off.ok} of ${off.answered}`,
+    );
+  }
   if (scenario.sharedPerKey !== undefined && shared.idpPerKeyMax > scenario.sharedPerKey) {
     misses.push(`${scenario.name}: \`shared\` asked the IdP ${shared.idpPerKeyMax} times for one key (at most ${scenario.sharedPerKey})`);
   }

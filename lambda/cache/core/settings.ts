@@ -10,7 +10,7 @@ export interface CacheSettings {
   readonly callLimitMs: number;
   /**
    * How long a request waits on the table before it asks the IdP anyway: at least a twenty-fifth
-   * of the deadline, more where the table has been slower and the IdP leaves room, at most a quarter.
+   * of the deadline, more where the table has been slower and the IdP leaves room, at most half.
    */
   readonly hedge: { readonly minMs: number; readonly maxMs: number };
   /** How often a holder renews its claim while its exchange runs. */
@@ -57,7 +57,7 @@ export function cacheSettings(upstreamTimeoutMs: number): CacheSettings {
   return {
     upstreamTimeoutMs,
     callLimitMs: fifth,
-    hedge: { minMs: minHedge, maxMs: Math.max(minHedge, Math.floor(upstreamTimeoutMs / 4)) },
+    hedge: { minMs: minHedge, maxMs: Math.max(minHedge, Math.floor(upstreamTimeoutMs / 2)) },
     renewEveryMs: 250,
     silenceMs: 750,
     echoAfterMs: 250,
@@ -77,16 +77,23 @@ export function cacheSettings(upstreamTimeoutMs: number): CacheSettings {
   };
 }
 
+/** How long a visit waits on the table before it asks the IdP anyway: at first, and at most once the table answers. */
+export interface Hedge {
+  readonly ms: number;
+  readonly capMs: number;
+}
+
 /**
  * This visit's hedge: long enough for the table's recent calls (a read and a write, each as slow as
- * the slowest lately) where the IdP's recent answers leave room in the deadline, never past a quarter
- * of it; the minimum while either is unknown or the IdP leaves no room.
+ * the slowest lately), capped where the IdP's recent answers leave room in the deadline, never past
+ * half of it; the minimum while the table has not answered lately or the IdP leaves no room.
  */
-export function hedgeFor(settings: CacheSettings, tableMs: number | undefined, idpMs: number | undefined): number {
+export function hedgeFor(settings: CacheSettings, tableMs: number | undefined, idpMs: number | undefined): Hedge {
   const { minMs, maxMs } = settings.hedge;
-  if (tableMs === undefined || idpMs === undefined) return minMs;
+  if (tableMs === undefined || idpMs === undefined) return { ms: minMs, capMs: minMs };
   const room = settings.upstreamTimeoutMs - idpMs * 1.25;
-  return Math.floor(Math.min(maxMs, Math.max(minMs, Math.min(room, 2.5 * tableMs))));
+  const capMs = Math.floor(Math.min(maxMs, Math.max(minMs, room)));
+  return { ms: Math.floor(Math.min(capMs, Math.max(minMs, 2.5 * tableMs))), capMs };
 }
 
 /** How long a waiter with `leftMs` of its deadline sleeps before it reads again. */

@@ -33,7 +33,7 @@ import {
   type Rejection,
   type Remembered,
 } from './rules';
-import { type CacheSettings, pollPauseMs } from './settings';
+import { type CacheSettings, type Hedge, pollPauseMs } from './settings';
 
 // One request's visit to the shared table, as a pure transition function: given what the visit knows
 // and what just happened (a read, a write's answer, the IdP's answer, the time) it returns what the
@@ -169,6 +169,8 @@ export interface Visit {
   readonly settings: CacheSettings;
   /** How long this visit waits on the table before it asks the IdP anyway (settings.ts, hedgeFor). */
   readonly hedgeMs: number;
+  /** The latest its hedge may stretch to once the table answers slowly: the IdP's room in the deadline. */
+  readonly hedgeCapAt: MonoMs;
   /** What the visit does with the key's item. */
   readonly situation: Situation;
   readonly answered: boolean;
@@ -229,13 +231,14 @@ const nothing = (visit: Visit): Step => ({ visit, actions: [] });
 const IDLE = { kind: 'idle' } as const;
 
 /** A visit's first step: read the key's item, and the holds that cover it when the request may go to the IdP. */
-export function startVisit(ask: VisitAsk, settings: CacheSettings, hedgeMs: number, now: Now): Step {
+export function startVisit(ask: VisitAsk, settings: CacheSettings, hedge: Hedge, now: Now): Step {
   const memoryEntry = ask.memory.entry;
   const visit: Visit = {
     ask,
     settings,
-    hedgeMs,
-    situation: { kind: 'reading', hedgeAt: monoMs(now.mono + hedgeMs) },
+    hedgeMs: hedge.ms,
+    hedgeCapAt: monoMs(now.mono + hedge.capMs),
+    situation: { kind: 'reading', hedgeAt: monoMs(now.mono + hedge.ms) },
     answered: false,
     seen: proves(memoryEntry, ask.rejection, now.epoch) ? memoryEntry : undefined,
     seenInItem: false,
@@ -399,7 +402,7 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
         return withoutTable(alone, now);
       }
       const claim = activity?.kind === 'claim' && verdict !== undefined && verdict !== 'implausible' ? activity.claim : undefined;
-      return claimKey({ ...decided, refresh: plan.refresh }, claim, now);
+      return claimKey({ ...decided, refresh: plan.refresh }, claim, now, read.endedAt - read.startedAt);
     }
   }
 }
@@ -574,7 +577,7 @@ function holdsRead(visit: Visit, now: Now): Step {
 // ---- Claims ---------------------------------------------------------------------------------------
 
 /** Claim the key's exchange over the item as the visit knows it; `over`: the claim this takes over from. */
-function claimKey(visit: Visit, over: ClaimFacts | undefined, now: Now): Step {
+function claimKey(visit: Visit, over: ClaimFacts | undefined, now: Now, readMs: number): Step {
   const claim: ClaimFacts = {
     holder: visit.ask.holder,
     beat: 0,
@@ -593,7 +596,11 @@ function claimKey(visit: Visit, over: ClaimFacts | undefined, now: Now): Step {
     ended: carried(visit, base?.ended ?? [], now, tokenRoom(visit, memo)),
   };
   const exchange = runningOf(visit.situation);
-  const hedgeAt = visit.situation.kind === 'reading' ? visit.situation.hedgeAt : monoMs(now.mono + visit.hedgeMs);
+  // The claim's write may take twice what the read just took (a loaded table): the hedge waits for it, within its cap.
+  const hedgeAt =
+    visit.situation.kind === 'reading'
+      ? monoMs(Math.max(visit.situation.hedgeAt, Math.min(visit.hedgeCapAt, now.mono + 2 * readMs)))
+      : monoMs(now.mono + visit.hedgeMs);
   const sent = write({ ...visit, situation: { kind: 'claiming', claim, hedgeAt, exchange } }, 'claim', state);
   const readHolds = visit.holds.kind === 'unread';
   return {

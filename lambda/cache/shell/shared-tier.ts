@@ -96,7 +96,7 @@ export class SharedTier {
     if (!pepper) return this.withoutTable(ask);
     const keys = requestItemKeys(pepper, ask.secret, ask.requestText);
     const calls = this.timedCalls(ask.report);
-    const hedgeMs = hedgeFor(settings, this.tableAnswers.recent(runtime.epoch()), this.idpMs(ask.tokenUrl));
+    const hedge = hedgeFor(settings, this.tableAnswers.recent(runtime.epoch()), this.idpMs(ask.tokenUrl));
     return new Promise<Outcome>((resolve, reject) => {
       let visit: Visit;
       let over = false;
@@ -213,7 +213,7 @@ export class SharedTier {
             pepperSwitchedAt: this.parts.pepper.switchedAt(),
           },
           settings,
-          hedgeMs,
+          hedge,
           now(),
         ),
       );

@@ -7,7 +7,7 @@ describe('cacheSettings', () => {
     expect(cacheSettings(5000)).toEqual({
       upstreamTimeoutMs: 5000,
       callLimitMs: 1000,
-      hedge: { minMs: 200, maxMs: 1250 },
+      hedge: { minMs: 200, maxMs: 2500 },
       renewEveryMs: 250,
       silenceMs: 750,
       echoAfterMs: 250,
@@ -27,13 +27,13 @@ describe('cacheSettings', () => {
   });
 
   // A table call: a fifth of the deadline, at least 1 ms, at most 1 s. The hedge: from a twenty-fifth (at least 20 ms,
-  // at most 1 s) to a quarter (never below the minimum). A holder is taken over a fifth of the deadline behind, at most 1 s.
+  // at most 1 s) to a half (never below the minimum). A holder is taken over a fifth of the deadline behind, at most 1 s.
   it.each([
     [3, 1, 20, 20, 0.6],
-    [103, 20, 20, 25, 20.6],
-    [1234, 246, 49, 308, 246.8],
-    [7777, 1000, 311, 1944, 1000],
-    [30_000, 1000, 1000, 7500, 1000],
+    [103, 20, 20, 51, 20.6],
+    [1234, 246, 49, 617, 246.8],
+    [7777, 1000, 311, 3888, 1000],
+    [30_000, 1000, 1000, 15_000, 1000],
   ])(
     'for a deadline of %p ms: a call limit of %p ms, a hedge of %p to %p ms, a dominance of %p ms',
     (deadline, call, min, max, dominance) => {
@@ -50,21 +50,22 @@ describe('cacheSettings', () => {
 });
 
 describe('hedgeFor', () => {
-  const settings = cacheSettings(5000); // a hedge of 200 to 1250 ms
+  const settings = cacheSettings(5000); // a hedge of 200 to 2500 ms
 
   it.each([
-    ['no table call timed yet', undefined, 1000, 200],
-    ['no IdP answer timed yet', 100, undefined, 200],
-    ['a table that answers in 100 ms: a read and a write of it, and half again', 100, 1000, 250],
-    ['whole milliseconds', 100.3, 1000, 250],
-    ['a fast table: the minimum', 60, 1000, 200],
-    ['a slow table: a quarter of the deadline at most', 1000, 1000, 1250],
-    ['an IdP that leaves 1000 ms of the deadline once its time and a quarter more are counted', 500, 3200, 1000],
-    ['an IdP that leaves 250 ms', 1000, 3800, 250],
-    ['an IdP that leaves less than the minimum: the minimum', 1000, 3900, 200],
-    ['an IdP slower than the deadline: the minimum', 1000, 6000, 200],
-  ])('waits on the table, with %s: %p ms table, %p ms IdP -> %p ms', (_case, tableMs, idpMs, hedge) => {
-    expect(hedgeFor(settings, tableMs, idpMs)).toBe(hedge);
+    ['no table call timed yet', undefined, 1000, 200, 200],
+    ['no IdP answer timed yet', 100, undefined, 200, 200],
+    ['a table that answers in 100 ms: a read and a write of it, and half again', 100, 1000, 250, 2500],
+    ['whole milliseconds', 100.3, 1000, 250, 2500],
+    ['a fast table: the minimum', 60, 1000, 200, 2500],
+    ['a slow table: half the deadline at most', 1200, 1000, 2500, 2500],
+    ['an IdP that leaves 1000 ms of the deadline once its time and a quarter more are counted', 500, 3200, 1000, 1000],
+    ['an IdP that leaves 250 ms', 1000, 3800, 250, 250],
+    ['an IdP that leaves 999.5 ms', 100, 3200.4, 250, 999],
+    ['an IdP that leaves less than the minimum: the minimum', 1000, 3900, 200, 200],
+    ['an IdP slower than the deadline: the minimum', 1000, 6000, 200, 200],
+  ])('waits on the table, with %s: %p ms table, %p ms IdP -> %p ms, at most %p ms', (_case, tableMs, idpMs, ms, capMs) => {
+    expect(hedgeFor(settings, tableMs, idpMs)).toEqual({ ms, capMs });
   });
 });
 

@@ -118,7 +118,8 @@ function run(first: Step, ...events: [VisitEvent, number][]): Step {
   }
   return current;
 }
-const start = (parts: Partial<VisitAsk> = {}, ms = 0) => startVisit(ask(parts), SETTINGS, HEDGE_MS, at(ms));
+const start = (parts: Partial<VisitAsk> = {}, ms = 0, capMs = HEDGE_MS) =>
+  startVisit(ask(parts), SETTINGS, { ms: HEDGE_MS, capMs }, at(ms));
 const kinds = (actions: readonly VisitAction[]) =>
   actions.map((action) => (action.kind === 'write' ? `write:${action.write}` : action.kind));
 const answerOf = (actions: readonly VisitAction[]): Outcome | undefined =>
@@ -189,6 +190,23 @@ describe('a visit begins', () => {
 });
 
 describe('a read of the key', () => {
+  it("stretches its hedge once a slow read answered: twice that read for the claim, within the IdP's room", () => {
+    const slowRead: VisitEvent = {
+      kind: 'read',
+      read: { state: undefined, expected: UNVERSIONED, startedAt: monoMs(0), endedAt: monoMs(300) },
+    };
+    const hedgeWith = (capMs: number) => {
+      const { visit, actions } = run(start({}, 0, capMs), [slowRead, 300]);
+      return [kinds(actions), wakeAt(visit)];
+    };
+
+    expect([hedgeWith(1250), hedgeWith(700), hedgeWith(200)]).toEqual([
+      [['write:claim'], 900],
+      [['write:claim'], 700],
+      [['write:claim'], 200],
+    ]);
+  });
+
   it('with nothing there: claims it over no string revision', () => {
     const { visit, actions } = run(start(), [read(undefined, 0, UNVERSIONED), 3]);
 

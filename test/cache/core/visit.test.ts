@@ -654,6 +654,8 @@ describe("a waiter finds its holder's outcome", () => {
     expect(answerOf(actions)).toBeUndefined();
     expect(kinds(actions)).toEqual(['write:claim']);
     expect(visit.outlasts).toEqual(['other']);
+    // A claim made after a wait hedges from now.
+    expect(wakeAt(visit)).toBe(152 + HEDGE_MS);
   });
 });
 

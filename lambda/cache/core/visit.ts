@@ -515,8 +515,9 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
     // A failure whose time is over is news of an exchange that ended before this request could share it;
     // a timeout it outlasts is that exchange's deadline, not this request's.
     if (ended.outcome.failure.until <= now.epoch || visit.outlasts.includes(ended.holder)) return undefined;
-    // A no-cache request takes no remembered failure: only one of an exchange this visit saw running after it came.
-    const ranSince = visit.ranAfter.some(([holder]) => holder === ended.holder);
+    // A no-cache request takes no remembered failure: only one of an exchange this visit saw running after it came,
+    // or of one that took such an exchange over (it ran after too).
+    const ranSince = visit.ranAfter.some(([holder]) => holder === ended.holder || ended.lineage.includes(holder));
     if (visit.ask.noCache && !isHold(ended.outcome.failure) && !ranSince) return undefined;
     return failWith(visit, outcomeOf(visit, ended.outcome.failure, 'exchange', now), now);
   }

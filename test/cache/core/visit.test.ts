@@ -647,6 +647,18 @@ describe("a waiter finds its holder's outcome", () => {
     expect(answerOf(run(waitingOn({ noCache: true }), [read(oldToken, 150), 152]).actions)).toBeUndefined();
   });
 
+  it('for a no-cache request, the failure of an exchange that took over one it saw running after it came', () => {
+    const renewed = run(waitingOn({ noCache: true }), [read(claimed({ beat: 1 }), 102), 104]);
+    const takenOver = (lineage: string[]) =>
+      item({ ended: [ended('taker', { kind: 'failure', failure: failure('upstream_error', 1000) }, lineage)] });
+
+    expect(answerOf(run(renewed, [tick(210), 210], [read(takenOver(['other']), 210), 212]).actions)).toMatchObject({
+      failure: failure('upstream_error', 1000),
+    });
+    // Never seen renewed after it came: the taker's failure may be older than the request.
+    expect(answerOf(run(waitingOn({ noCache: true }), [read(takenOver(['other']), 150), 152]).actions)).toBeUndefined();
+  });
+
   it('a timeout it outlasts (published since its last look, with more than a fifth of its deadline left): no answer, it asks itself', () => {
     const timedOut = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_timeout', 1000) })] });
     const { visit, actions } = run(waitingOn(), [read(timedOut, 150), 152]);

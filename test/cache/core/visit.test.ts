@@ -655,6 +655,17 @@ describe("a waiter finds its holder's outcome", () => {
     expect(answerOf(run(renewed, [tick(210), 210], [read(takenOver(['other']), 210), 212]).actions)).toMatchObject({
       failure: failure('upstream_error', 1000),
     });
+    // Its own failure, once seen renewed; not that of one seen only at its first look, though another ran after.
+    const own = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', 1000) })] });
+    expect(answerOf(run(renewed, [tick(210), 210], [read(own, 210), 212]).actions)).toMatchObject({ cause: 'exchange' });
+    const first = item({ ended: [ended('first', { kind: 'failure', failure: failure('upstream_error', 1000) })] });
+    const sawAnother = run(
+      start({ noCache: true }),
+      [read(claimed({ holder: 'first' }), 0), 2],
+      [tick(102), 102],
+      [read(claimed({ holder: 'another' }), 102), 104],
+    );
+    expect(answerOf(run(sawAnother, [tick(210), 210], [read(first, 210), 212]).actions)).toBeUndefined();
     // Never seen renewed after it came: the taker's failure may be older than the request.
     expect(answerOf(run(waitingOn({ noCache: true }), [read(takenOver(['other']), 150), 152]).actions)).toBeUndefined();
   });

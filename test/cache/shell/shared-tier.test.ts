@@ -233,7 +233,8 @@ describe("the shared tier's hedge", () => {
 
   it('waits on a slow table as long as a slow IdP leaves room, and forgets the IdP of the token URL asked least recently past its bound', async () => {
     // Prepare: reads of 400 ms (800 when two overlap) and an IdP of 3.5 s at A leave 625 ms of the deadline for the hedge.
-    // Past the bound the IdP at A is unknown again (taken to use half the deadline): the hedge is 2.5 reads, 1 to 1.25 s.
+    // Past the bound the IdP at A is unknown again (taken to use half the deadline, which leaves 1875 ms): the hedge is
+    // 2.5 reads (1 to 2 s), within those 1875 ms.
     const remembering = await timedTier();
     await remembering.timed('https://a.example/token');
     const forgetting = await timedTier();
@@ -248,10 +249,13 @@ describe("the shared tier's hedge", () => {
     forgetting.clock.advance(625);
     await settle();
     const at625 = [remembering.sent.hedged, forgetting.sent.hedged];
-    forgetting.clock.advance(625);
+    forgetting.clock.advance(1249);
+    await settle();
+    const at1874 = forgetting.sent.hedged;
+    forgetting.clock.advance(1);
     await settle();
 
     // Assess
-    expect([at625, forgetting.sent.hedged]).toEqual([[1, 0], 1]);
+    expect([at625, at1874, forgetting.sent.hedged]).toEqual([[1, 0], 0, 1]);
   });
 });

@@ -371,8 +371,7 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
         decided.situation.kind === 'reading' &&
         (decided.holds.kind === 'reading' || (decided.holds.kind === 'unread' && plan.cause === 'hold'))
       ) {
-        const parked: Visit = { ...decided, situation: { ...decided.situation, read }, holds: { kind: 'reading' } };
-        return decided.holds.kind === 'unread' ? { visit: parked, actions: [{ kind: 'read-holds' }] } : nothing(parked);
+        return awaitHolds(decided, decided.situation, read);
       }
       return failWith(decided, outcomeOf(decided, plan.failure, plan.cause, now), now);
     case 'wait': {
@@ -396,8 +395,7 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
       if (visit.oversize) {
         const alone: Visit = { ...decided, refresh: plan.refresh };
         if ((alone.holds.kind === 'unread' || alone.holds.kind === 'reading') && alone.situation.kind === 'reading') {
-          const parked: Visit = { ...alone, situation: { ...alone.situation, read }, holds: { kind: 'reading' } };
-          return alone.holds.kind === 'unread' ? { visit: parked, actions: [{ kind: 'read-holds' }] } : nothing(parked);
+          return awaitHolds(alone, alone.situation, read);
         }
         return withoutTable(alone, now);
       }
@@ -405,6 +403,12 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
       return claimKey({ ...decided, refresh: plan.refresh }, claim, now, read.endedAt - read.startedAt);
     }
   }
+}
+
+/** Park the read while the holds are read (asked for now, unless already under way); `holdsRead` decides on it. */
+function awaitHolds(visit: Visit, situation: Extract<Situation, { kind: 'reading' }>, read: KeyRead): Step {
+  const parked: Visit = { ...visit, situation: { ...situation, read }, holds: { kind: 'reading' } };
+  return visit.holds.kind === 'unread' ? { visit: parked, actions: [{ kind: 'read-holds' }] } : nothing(parked);
 }
 
 /** A claim read: a beat higher than the one this visit last read of its holder is a renewal, made since that read started. */

@@ -56,6 +56,14 @@ const request = (): SecretRequest => ({
   grantType: 'client_credentials',
   authMethod: 'client_secret_basic',
 });
+/** A caller's `private_key_jwt` request of this test's client. */
+const assertionRequest = (): TokenRequest => ({
+  clientId,
+  clientAssertion: 'header.payload.signature',
+  accessTokenUrl: `${server.origin}/token`,
+  grantType: 'client_credentials',
+  authMethod: 'private_key_jwt',
+});
 /** One request to the cache, with a deadline of `ms` and the real exchange within it. */
 function ask(ms = 5000, parts: Partial<CacheAsk> = {}): CacheAsk & { report: CacheReport } {
   const tokenRequest = request();
@@ -316,13 +324,7 @@ describe('TOKEN_CACHE=shared', () => {
 
   it("holds back a caller's private_key_jwt request when another one of its client met a 429 here while the table was read", async () => {
     // Prepare: the table shows no hold when read; its answer comes only after the other request met the 429.
-    const assertion: TokenRequest = {
-      clientId,
-      clientAssertion: 'header.payload.signature',
-      accessTokenUrl: `${server.origin}/token`,
-      grantType: 'client_credentials',
-      authMethod: 'private_key_jwt',
-    };
+    const assertion = assertionRequest();
     const { cache, gate, on } = await gatedCache(assertion);
     gate.closed = true;
     const first = cache.resolve(on(5000));
@@ -341,13 +343,7 @@ describe('TOKEN_CACHE=shared', () => {
 
   it("answers a caller's private_key_jwt request held here with the fleet's longer hold on its client", async () => {
     // Prepare: a 429 of 5 s held this client's assertions here; then the fleet holds the whole client 30 s.
-    const assertion: TokenRequest = {
-      clientId,
-      clientAssertion: 'header.payload.signature',
-      accessTokenUrl: `${server.origin}/token`,
-      grantType: 'client_credentials',
-      authMethod: 'private_key_jwt',
-    };
+    const assertion = assertionRequest();
     const { cache, on } = await gatedCache(assertion);
     server.answer(json(429, { error: 'slow_down' }, { 'retry-after': '5' }));
     await expect(cache.resolve(on(5000))).rejects.toMatchObject({ retryAfterSeconds: 5 });

@@ -1135,13 +1135,18 @@ function shareable(entry: Entry, settings: CacheSettings): boolean {
   return keepable(entry.token) && tokenBytes(entry.token) <= settings.maxSharedTokenBytes;
 }
 
+function firstEnding(outcomes: readonly Ended[]): number {
+  const ends = outcomes.map(endsAt);
+  return ends.indexOf(epochMs(Math.min(...ends)));
+}
+
 /** The outcomes a write carries forward: those still of use to someone, the last few, and tokens of their own only while they fit. */
 function carried(visit: Visit, ended: readonly Ended[], now: Now, room: number): readonly Ended[] {
   const live = ended.filter((outcome) => endsAt(outcome) + CLOCK_TOLERANCE_MS > now.epoch);
-  // Past the bound, the oldest go first, a hold last of all: no later outcome shortens it.
+  // Past the bound, the oldest go first, holds last of all and the one that ends first: no later outcome shortens a hold.
   while (live.length > visit.settings.kept.ended) {
     const drop = live.findIndex((outcome) => !(outcome.outcome.kind === 'failure' && isHold(outcome.outcome.failure)));
-    live.splice(drop < 0 ? 0 : drop, 1);
+    live.splice(drop < 0 ? firstEnding(live) : drop, 1);
   }
   return live
     .reverse()

@@ -742,13 +742,20 @@ describe('a waiter whose look fails', () => {
 });
 
 describe('the outcomes a write carries', () => {
-  it('keeps at most the bound, dropping the oldest hold when every outcome is a hold', () => {
-    const holdsEnded = ['h1', 'h2', 'h3', 'h4', 'h5'].map((holder) =>
-      ended(holder, { kind: 'failure', failure: failure('upstream_throttled', -1000) }),
-    );
+  it('keeps at most the bound, dropping the hold that ends first when every outcome is a hold, not the oldest written', () => {
+    // The oldest written ends last (a frozen earner published late): it is the one that may not go.
+    const holdsEnded = (
+      [
+        ['h1', -1000],
+        ['h2', -2000],
+        ['h3', -3000],
+        ['h4', -1500],
+        ['h5', -2500],
+      ] as const
+    ).map(([holder, ms]) => ended(holder, { kind: 'failure', failure: failure('upstream_throttled', ms) }));
     const { actions } = run(start(), [read(item({ ended: holdsEnded }), 0), 2]);
 
-    expect(writeOf(actions, 'claim')?.state.ended.map((one) => one.holder)).toEqual(['h2', 'h3', 'h4', 'h5']);
+    expect(writeOf(actions, 'claim')?.state.ended.map((one) => one.holder)).toEqual(['h1', 'h2', 'h4', 'h5']);
   });
 
   it('drops the oldest outcome that is not a hold first', () => {

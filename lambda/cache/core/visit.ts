@@ -882,18 +882,14 @@ function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefin
     const { entry } = outcome;
     const kept = shareable(entry, visit.settings) && entry.receivedAt > memo.rejectedAt;
     if (kept) memo = keeping(memo, entry);
+    // Its receiver keeps it, shared or not (too large to keep in an item): a rejection this item meets later must outlive it there too.
+    else if (keepable(entry.token)) memo = { ...memo, keptUntil: epochMs(Math.max(memo.keptUntil, expiresAt(entry))) };
     const bytes = tokenBytes(entry.token);
     const inline = !keepable(entry.token) && bytes <= tokenRoom(visit, memo);
     const token = kept ? 'kept' : inline ? storedOf(entry) : 'unshared';
     // A token no item can carry (so neither kept nor inline) reaches no waiter through the table: the key's next ones will not either.
     if (bytes > visit.settings.itemTokenBytes) {
-      // Its receiver still keeps it: a rejection this item meets later must outlive it there too.
-      const keptUntil = keepable(entry.token) ? Math.max(memo.keptUntil, expiresAt(entry)) : memo.keptUntil;
-      memo = {
-        ...memo,
-        keptUntil: epochMs(keptUntil),
-        oversizeUntil: epochMs(Math.max(memo.oversizeUntil, now.epoch + visit.settings.oversizeKnownMs)),
-      };
+      memo = { ...memo, oversizeUntil: epochMs(Math.max(memo.oversizeUntil, now.epoch + visit.settings.oversizeKnownMs)) };
     }
     const until = epochMs(now.epoch + visit.settings.upstreamTimeoutMs);
     const answerBy = epochMs(now.epoch + Math.min(visit.ask.deadline, now.mono + visit.hedgeMs) - now.mono);

@@ -539,10 +539,25 @@ describe("a token's place in the item", () => {
       return writeOf(run(held, [gotToken(exact), 50]).actions, 'publish')?.state.memo;
     };
 
-    expect([publishedWith(3600), publishedWith(20)]).toMatchObject([
-      { oversizeUntil: epochMs(0), keptUntil: epochMs(0) },
-      { oversizeUntil: epochMs(0), keptUntil: epochMs(0) },
-    ]);
+    expect([publishedWith(3600)?.oversizeUntil, publishedWith(20)?.oversizeUntil]).toEqual([epochMs(0), epochMs(0)]);
+  });
+
+  it('too large to keep in an item though one carries it: unshared, its expiry known while its receiver keeps it (seed 316503088)', () => {
+    // A 401 written later lived its 24 h and went; the receiver then answered its token stale, though the 401 came after it.
+    const published = (expiresIn: number) => {
+      const held = run(start(), [read(item()), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);
+      const large = token('large'.padEnd(SETTINGS.maxSharedTokenBytes + 1, 'x'), -50, { expiresIn });
+      return { large, state: writeOf(run(held, [gotToken(large), 50]).actions, 'publish')?.state };
+    };
+    const { large, state } = published(259_200);
+
+    expect(state?.kind === 'key' && state.ended.at(-1)?.outcome).toMatchObject({ kind: 'answered', token: 'unshared' });
+    expect(state?.kind === 'key' && state.memo).toMatchObject({
+      kept: null,
+      keptUntil: epochMs(large.receivedAt + 259_200_000),
+      oversizeUntil: epochMs(0),
+    });
+    expect(published(20).state).toMatchObject({ memo: { keptUntil: epochMs(0) } });
   });
 
   it('is not taken by a visit that never read the item: it writes over it as absent', () => {

@@ -94,7 +94,7 @@ export const exchangeInvariants: readonly Invariant[] = [
             ? new Set(facts.stoppedHolders(key.id, first.sentAt, burstEnd).map((holder) => holder.instance)).size
             : 0;
           // The exchanges of the burst so far: a request may take over only those still running when it arrived.
-          const running = firstAsked ? [{ deadline: facts.deadline(firstAsked), endedAt: first.endedAt }] : [];
+          const running = firstAsked ? [{ deadline: facts.deadline(firstAsked), call: first }] : [];
           let counted = 0;
           for (let next = index + 1; next < calls.length; next++) {
             const call = calls[next] as IdpCall;
@@ -104,9 +104,17 @@ export const exchangeInvariants: readonly Invariant[] = [
             const end = endFor(call.instance, call.sentAt);
             if (!asked || call.sentAt > end) continue;
             const deadline = facts.deadline(asked);
-            const waitedOn = running.filter((exchange) => exchange.endedAt >= asked.arrivedAt).map((exchange) => exchange.deadline);
+            // "Clocks": a no-cache request takes no remembered failure, and its writer may date one that ended up to the spread
+            // after the request came before it: such an exchange is not one it could share.
+            const waitedOn = running
+              .filter(
+                ({ call: exchange }) =>
+                  exchange.endedAt >=
+                  asked.arrivedAt + (asked.noCache && exchange.outcome !== 'token' ? facts.slack(exchange.instance, call.instance) : 0),
+              )
+              .map((exchange) => exchange.deadline);
             const takesOver = waitedOn.length > 0 && deadline > Math.max(...waitedOn) + facts.T * TAKE_OVER_SHARE;
-            running.push({ deadline, endedAt: call.endedAt });
+            running.push({ deadline, call });
             if (takesOver || !(asked.arrivedAt > first.sentAt && asked.arrivedAt <= end)) continue;
             // "Clocks": a token that cannot be kept, received elsewhere within the spread after this request came, may be
             // dated before it came: "to no later request", so this one may ask for its own.
@@ -117,7 +125,8 @@ export const exchangeInvariants: readonly Invariant[] = [
                 .some((issued) => !issued.life.kept && issued.receiver !== call.instance);
             const excused =
               clockedOut ||
-              (asked.noCache && asked.arrivedAt > first.endedAt) ||
+              // A no-cache request that came when no exchange it could share ran asks for itself ("no remembered failure").
+              (asked.noCache && (asked.arrivedAt > first.endedAt || waitedOn.length === 0)) ||
               (facts.shared &&
                 (facts.troubled(call.instance, first.sentAt, call.sentAt) ||
                   facts.tampered(key.id, first.sentAt, call.sentAt) ||

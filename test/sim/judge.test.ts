@@ -1931,6 +1931,25 @@ describe('burst', () => {
     expect(broken(tell((story) => story.tamper(700, 'b', 'garbage')))).toEqual(['burst']);
   });
 
+  it("excuses no-cache requests that came while another instance's exchange ran, when its clock may date the failure before they came", () => {
+    const tell = (skews: number[]) => {
+      const story = new Story({ ...erring, skews });
+      story.failed('i0', 1000, 'error', { latencyMs: 200 });
+      for (const [instance, at, sentAt] of [
+        ['i1', 1050, 1210],
+        ['i2', 1100, 1220],
+        ['i3', 1150, 1230],
+      ] as const)
+        story.failed(instance, at, 'error', { noCache: true, sentAt });
+      return story.record();
+    };
+
+    expect(judge(tell([0, 100, 100, 100]))).toEqual([]);
+    // In step (or apart by less than the exchange ran after they came), they should have shared its failure.
+    expect(broken(tell([0, 0, 0, 0]))).toEqual(['burst']);
+    expect(broken(tell([0, 40, 40, 40]))).toEqual(['burst']);
+  });
+
   it('excuses the calls after a token too big to share (over 300 KB, as the docs say)', () => {
     const tell = (bytes: number) => {
       const story = new Story({ phases: [failing({ kind: 'reject' })] });

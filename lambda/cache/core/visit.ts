@@ -520,8 +520,10 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
     // a timeout it outlasts is that exchange's deadline, not this request's.
     if (ended.outcome.failure.until <= now.epoch || visit.outlasts.includes(ended.holder)) return undefined;
     // A no-cache request takes no remembered failure: only one of an exchange this visit saw running after it came,
-    // or of one that took such an exchange over (it ran after too).
-    const ranSince = visit.ranAfter.some(([holder]) => holder === ended.holder || ended.lineage.includes(holder));
+    // or of one that took such an exchange over (it ran after too), or one its writer dated after this request came (Clocks).
+    const ranSince =
+      visit.ranAfter.some(([holder]) => holder === ended.holder || ended.lineage.includes(holder)) ||
+      happenedAt(ended.outcome.failure) >= visit.ask.arrivedAt;
     if (visit.ask.noCache && !isHold(ended.outcome.failure) && !ranSince) return undefined;
     return failWith(visit, outcomeOf(visit, ended.outcome.failure, 'exchange', now), now);
   }

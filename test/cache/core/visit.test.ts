@@ -653,13 +653,19 @@ describe("a waiter finds its holder's outcome", () => {
     expect(answerOf(over.actions)).toBeUndefined();
   });
 
-  it('for a no-cache request, no failure of an exchange it never saw running after it came, and no token older than 5 s', () => {
-    const failed = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', 1000) })] });
+  it('for a no-cache request, no failure dated before it came of an exchange it never saw running after it came, and no token older than 5 s', () => {
+    // An upstream_error is remembered 1 s: one until 999 happened 1 ms before the request came (at 0).
+    const failed = (untilMs: number) => item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', untilMs) })] });
     const old = token('old', 6000, { by: 'there' });
     const oldToken = item({ memo: memo({ kept: stored(old) }), ended: [answeredBy('other', -6000)] });
 
-    expect(answerOf(run(waitingOn({ noCache: true }), [read(failed, 150), 152]).actions)).toBeUndefined();
+    expect(answerOf(run(waitingOn({ noCache: true }), [read(failed(999), 150), 152]).actions)).toBeUndefined();
     expect(answerOf(run(waitingOn({ noCache: true }), [read(oldToken, 150), 152]).actions)).toBeUndefined();
+    // Dated as it came, by its writer's clock: the exchange it saw at its first look ended after (seed 415170541).
+    expect(answerOf(run(waitingOn({ noCache: true }), [read(failed(1000), 150), 152]).actions)).toMatchObject({
+      failure: failure('upstream_error', 1000),
+      cause: 'exchange',
+    });
   });
 
   it('for a no-cache request, the failure of an exchange that took over one it saw running after it came', () => {
@@ -673,7 +679,7 @@ describe("a waiter finds its holder's outcome", () => {
     // Its own failure, once seen renewed; not that of one seen only at its first look, though another ran after.
     const own = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', 1000) })] });
     expect(answerOf(run(renewed, [tick(210), 210], [read(own, 210), 212]).actions)).toMatchObject({ cause: 'exchange' });
-    const first = item({ ended: [ended('first', { kind: 'failure', failure: failure('upstream_error', 1000) })] });
+    const first = item({ ended: [ended('first', { kind: 'failure', failure: failure('upstream_error', 900) })] });
     const sawAnother = run(
       start({ noCache: true }),
       [read(claimed({ holder: 'first' }), 0), 2],
@@ -681,8 +687,9 @@ describe("a waiter finds its holder's outcome", () => {
       [read(claimed({ holder: 'another' }), 102), 104],
     );
     expect(answerOf(run(sawAnother, [tick(210), 210], [read(first, 210), 212]).actions)).toBeUndefined();
-    // Never seen renewed after it came: the taker's failure may be older than the request.
-    expect(answerOf(run(waitingOn({ noCache: true }), [read(takenOver(['other']), 150), 152]).actions)).toBeUndefined();
+    // Never seen renewed after it came, and dated before it came: the taker's failure may be older than the request.
+    const takenOverBefore = item({ ended: [ended('taker', { kind: 'failure', failure: failure('upstream_error', 900) }, ['other'])] });
+    expect(answerOf(run(waitingOn({ noCache: true }), [read(takenOverBefore, 150), 152]).actions)).toBeUndefined();
   });
 
   it('a timeout it outlasts (published since its last look, with more than a fifth of its deadline left): no answer, it asks itself', () => {

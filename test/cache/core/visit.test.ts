@@ -558,6 +558,12 @@ describe("a token's place in the item", () => {
       oversizeUntil: epochMs(0),
     });
     expect(published(20).state).toMatchObject({ memo: { keptUntil: epochMs(0) } });
+    // One an item keeps is the memo's, its expiry with it.
+    const held = run(start(), [read(item()), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);
+    const small = token('small', -50, { expiresIn: 259_200 });
+    expect(writeOf(run(held, [gotToken(small), 50]).actions, 'publish')?.state).toMatchObject({
+      memo: { kept: stored(small), keptUntil: epochMs(small.receivedAt + 259_200_000) },
+    });
   });
 
   it('is not taken by a visit that never read the item: it writes over it as absent', () => {
@@ -644,13 +650,21 @@ describe("a waiter finds its holder's outcome", () => {
     expect(kinds(actions)).toEqual(['write:claim']);
   });
 
-  it('a failure still in force: its answer; one whose time is over: no answer', () => {
+  it('a failure still in force: its answer, though dated before this request came; one whose time is over: no answer', () => {
     const failed = (untilMs: number) => item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', untilMs) })] });
-    const inForce = run(waitingOn(), [read(failed(1000), 150), 152]);
+    const inForce = run(waitingOn(), [read(failed(900), 150), 152]);
     const over = run(waitingOn(), [read(failed(100), 150), 152]);
 
-    expect(answerOf(inForce.actions)).toMatchObject({ kind: 'failure', failure: failure('upstream_error', 1000), cause: 'exchange' });
+    expect(answerOf(inForce.actions)).toMatchObject({ kind: 'failure', failure: failure('upstream_error', 900), cause: 'exchange' });
     expect(answerOf(over.actions)).toBeUndefined();
+  });
+
+  it("for a no-cache request, its holder's hold, though the holder was running before it came", () => {
+    const held = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_throttled', 900) })] });
+
+    expect(answerOf(run(waitingOn({ noCache: true }), [read(held, 150), 152]).actions)).toMatchObject({
+      failure: failure('upstream_throttled', 900),
+    });
   });
 
   it('for a no-cache request, no failure dated before it came of an exchange it never saw running after it came, and no token older than 5 s', () => {
@@ -670,14 +684,16 @@ describe("a waiter finds its holder's outcome", () => {
 
   it('for a no-cache request, the failure of an exchange that took over one it saw running after it came', () => {
     const renewed = run(waitingOn({ noCache: true }), [read(claimed({ beat: 1 }), 102), 104]);
+    // Dated before the request came (an upstream_error is remembered 1 s): only having seen it run after makes it this request's.
     const takenOver = (lineage: string[]) =>
-      item({ ended: [ended('taker', { kind: 'failure', failure: failure('upstream_error', 1000) }, lineage)] });
+      item({ ended: [ended('taker', { kind: 'failure', failure: failure('upstream_error', 900) }, lineage)] });
 
     expect(answerOf(run(renewed, [tick(210), 210], [read(takenOver(['other']), 210), 212]).actions)).toMatchObject({
-      failure: failure('upstream_error', 1000),
+      failure: failure('upstream_error', 900),
     });
+    expect(answerOf(run(renewed, [tick(210), 210], [read(takenOver(['someone']), 210), 212]).actions)).toBeUndefined();
     // Its own failure, once seen renewed; not that of one seen only at its first look, though another ran after.
-    const own = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', 1000) })] });
+    const own = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', 900) })] });
     expect(answerOf(run(renewed, [tick(210), 210], [read(own, 210), 212]).actions)).toMatchObject({ cause: 'exchange' });
     const first = item({ ended: [ended('first', { kind: 'failure', failure: failure('upstream_error', 900) })] });
     const sawAnother = run(
@@ -784,7 +800,15 @@ describe('the outcomes a write carries', () => {
     const error = (holder: string) => ended(holder, { kind: 'failure', failure: failure('upstream_error', -500) });
     const mixed = [ended('h1', { kind: 'failure', failure: failure('upstream_throttled', -1000) }), ...['e2', 'e3', 'e4', 'e5'].map(error)];
     const { actions } = run(start(), [read(item({ ended: mixed }), 0), 2]);
+    // The oldest first though a hold after it ends sooner.
+    const errorFirst = [
+      error('e1'),
+      ended('h2', { kind: 'failure', failure: failure('upstream_throttled', -1000) }),
+      ...['e3', 'e4', 'e5'].map(error),
+    ];
+    const first = run(start(), [read(item({ ended: errorFirst }), 0), 2]);
 
     expect(writeOf(actions, 'claim')?.state.ended.map((one) => one.holder)).toEqual(['h1', 'e3', 'e4', 'e5']);
+    expect(writeOf(first.actions, 'claim')?.state.ended.map((one) => one.holder)).toEqual(['h2', 'e3', 'e4', 'e5']);
   });
 });

@@ -884,7 +884,7 @@ function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefin
     const { entry } = outcome;
     const kept = shareable(entry, visit.settings) && entry.receivedAt > memo.rejectedAt;
     if (kept) memo = keeping(memo, entry);
-    // Its receiver keeps it, shared or not (too large to keep in an item): a rejection this item meets later must outlive it there too.
+    // Too large for the item to keep, its receiver keeps it in memory: a rejection this item meets later must outlive it there too.
     else if (keepable(entry.token)) memo = { ...memo, keptUntil: epochMs(Math.max(memo.keptUntil, expiresAt(entry))) };
     const bytes = tokenBytes(entry.token);
     const inline = !keepable(entry.token) && bytes <= tokenRoom(visit, memo);
@@ -1133,6 +1133,7 @@ function shareable(entry: Entry, settings: CacheSettings): boolean {
   return keepable(entry.token) && tokenBytes(entry.token) <= settings.maxSharedTokenBytes;
 }
 
+/** The index of the outcome that ends first. */
 function firstEnding(outcomes: readonly Ended[]): number {
   const ends = outcomes.map(endsAt);
   return ends.indexOf(epochMs(Math.min(...ends)));

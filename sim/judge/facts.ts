@@ -59,7 +59,7 @@ export interface Hold {
    */
   readonly lateUntil: number;
   readonly retryAfterS: number;
-  /** When the request that earned it was answered: the hold was published to the fleet by then. */
+  /** When the request that earned it was answered, or its 429 reached its instance if later (a refresh ahead): published to the fleet by then. */
   readonly told: number | undefined;
   /** Whether the source's secret was proven when the hold was earned ("The IdP asks to wait"). */
   readonly proven: Readonly<Record<Certainty, boolean>>;
@@ -553,6 +553,12 @@ export class Facts {
     this.longestLife.set(key.id, Math.max(this.longestLife.get(key.id) ?? 0, issued.life.lifeMs ?? 0));
   }
 
+  /** When a throttle was published: by its request's answer, or, for an exchange that outlived it (a refresh ahead), once the 429 reached its instance. */
+  private toldAt(call: IdpCall): number | undefined {
+    const answeredAt = this.answers.get(call.request)?.answeredAt;
+    return answeredAt === undefined ? undefined : Math.max(answeredAt, this.reachedAt(call));
+  }
+
   private holdFrom(call: IdpCall, source: SimKey): Hold {
     const retryAfterS = Math.min(HOLD_MAX_S, Math.max(HOLD_MIN_S, call.retryAfterS ?? HOLD_UNSAID_S));
     const from = call.endedAt;
@@ -567,7 +573,7 @@ export class Facts {
       until: from + retryAfterS * SECOND_MS,
       lateUntil: (metLate ? Math.max(from, this.deadline(asked)) : from) + retryAfterS * SECOND_MS,
       retryAfterS,
-      told: this.answers.get(call.request)?.answeredAt,
+      told: this.toldAt(call),
       proven: { surely: proven('surely'), possibly: proven('possibly') },
     };
   }

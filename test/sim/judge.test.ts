@@ -1451,6 +1451,25 @@ describe('hold kept', () => {
     expect(broken(past)).toEqual(['hold kept']);
   });
 
+  it("binds the fleet once a refresh ahead's throttle reached its instance, which a frozen Lambda meets when thawed (seed 1954613870@60)", () => {
+    const tell = (mode: 'lambda' | 'concurrent', askedAt: number) => {
+      const story = new Story({ mode });
+      const { token } = story.miss('i0', 0);
+      // Answered at once with the kept token; the refresh's 429 comes at 61 s, and i0 is next thawed at 70 s: with i1's token
+      // if i1 asked before, else its own, stale under the hold.
+      story.call(story.kept('i0', 60_000, token), 'throttled', { retryAfterS: 60, latencyMs: 1000 });
+      const fresh = askedAt < 70_000 ? story.miss('i1', askedAt).token : undefined;
+      story.kept('i0', 70_000, fresh ?? token, fresh ? 'hit' : 'stale');
+      if (!fresh) story.miss('i1', askedAt);
+      return story.record();
+    };
+
+    expect(judge(tell('lambda', 62_000))).toEqual([]);
+    expect(broken(tell('lambda', 71_000))).toEqual(['hold kept']);
+    expect(judge(tell('concurrent', 61_000))).toEqual([]);
+    expect(broken(tell('concurrent', 62_000))).toEqual(['hold kept']);
+  });
+
   it('lets the fleet end it early by the clock spread, not more', () => {
     const [kept, past] = twice(
       (story, step) => {

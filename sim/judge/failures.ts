@@ -105,8 +105,16 @@ export const failureInvariants: readonly Invariant[] = [
         if (answer.header !== 'stale') continue;
         const rejection = facts.endedWithin(key.id, issued.issuedAt, answer.answeredAt).find((call) => {
           if (call.outcome !== 'unauthorized' || !(call.endedAt > issued.issuedAt)) return false;
-          // The 401 binds its own instance from its end, and the fleet from the answer it was published before.
-          const told = facts.answers.get(call.request)?.answeredAt;
+          // The 401 binds its own instance from its end, and the fleet from the answer it was published before; answered at
+          // its deadline, where "Everything a request does ... ends", only once a write sent then landed (as a timeout).
+          const answeredAt = facts.answers.get(call.request)?.answeredAt;
+          const leader = facts.requests.get(call.request);
+          const cut =
+            answeredAt !== undefined &&
+            leader !== undefined &&
+            answeredAt >= facts.deadline(leader) &&
+            facts.writesUnlanded(call.instance, key.id, call.endedAt, answer.answeredAt);
+          const told = cut ? undefined : answeredAt;
           const replayed = facts.tampered(
             key.id,
             call.endedAt,

@@ -845,6 +845,20 @@ describe('401 outlived', () => {
     expect(broken(past)).toEqual(['401 outlived']);
   });
 
+  it('binds the fleet for a 401 answered at its deadline only once a write it sent then landed (seed 1001087758@60)', () => {
+    const tell = (landed: boolean) => {
+      const story = new Story();
+      const { token } = story.miss('i0', 0);
+      story.failed('i0', 80_000, 'unauthorized', { latencyMs: T - 20, answerAfterMs: 20 });
+      story.put('i0', 80_000 + T, landed);
+      story.kept('i1', 80_000 + T + 100, token, 'stale');
+      return story.record();
+    };
+
+    expect(judge(tell(false))).toEqual([]);
+    expect(broken(tell(true))).toEqual(['401 outlived']);
+  });
+
   it('binds the fleet strictly at any spread', () => {
     const [kept, past] = twice((story, step) => story.kept('i1', 80_010 + step, rejected(story), 'stale'), { skews: [-2500, 2500] });
 

@@ -856,9 +856,9 @@ function heldBack(visit: Visit, hold: Remembered, now: Now): Step {
 function publish(visit: Visit, outcome: Outcome, now: Now, recorded?: Remembered): Step {
   const { situation } = visit;
   const claim = situation.kind === 'holding' || situation.kind === 'claimed' || situation.kind === 'claiming' ? situation.claim : undefined;
-  const state = publication(visit, outcome, claim, now, recorded);
-  const holdWrite = outcome.kind === 'failure' && outcome.cause === 'exchange' && isHold(outcome.failure) && outcome.scope === 'client';
   const answerAt = monoMs(Math.min(visit.ask.deadline, now.mono + visit.hedgeMs));
+  const state = publication(visit, outcome, claim, now, recorded, answerAt);
+  const holdWrite = outcome.kind === 'failure' && outcome.cause === 'exchange' && isHold(outcome.failure) && outcome.scope === 'client';
   const publishing: Situation = {
     kind: 'publishing',
     outcome,
@@ -874,8 +874,18 @@ function publish(visit: Visit, outcome: Outcome, now: Now, recorded?: Remembered
   return { visit: sent.visit, actions: [sent.action, ...hold] };
 }
 
-/** The item with this visit's outcome: its memo brought up to date, the claim it held released, the outcome for its waiters. */
-function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefined, now: Now, recorded: Remembered | undefined): KeyItem {
+/**
+ * The item with this visit's outcome: its memo brought up to date, the claim it held released, the outcome for its waiters
+ * (a token's marked with when its caller has it, `answerAt`, however late a rewrite goes).
+ */
+function publication(
+  visit: Visit,
+  outcome: Outcome,
+  claim: ClaimFacts | undefined,
+  now: Now,
+  recorded: Remembered | undefined,
+  answerAt: MonoMs,
+): KeyItem {
   const base = visit.mirror;
   let memo = memoOf(visit, base?.memo ?? EMPTY_MEMO);
   const ownEnded: Ended[] = [];
@@ -894,7 +904,7 @@ function publication(visit: Visit, outcome: Outcome, claim: ClaimFacts | undefin
       memo = { ...memo, oversizeUntil: epochMs(Math.max(memo.oversizeUntil, now.epoch + visit.settings.oversizeKnownMs)) };
     }
     const until = epochMs(now.epoch + visit.settings.upstreamTimeoutMs);
-    const answerBy = epochMs(now.epoch + Math.min(visit.ask.deadline, now.mono + visit.hedgeMs) - now.mono);
+    const answerBy = epochMs(now.epoch + answerAt - now.mono);
     ownEnded.push({
       holder: visit.ask.holder,
       lineage,
@@ -928,7 +938,7 @@ function publishWritten(visit: Visit, publishing: Extract<Situation, { kind: 'pu
     if (result.kind === 'failed') return retry(publishing.state, visit, claim, retries);
     const learnt = learn(visit, result.read, now);
     const merged = marks && claim && found?.holder === claim.holder ? { ...claim, echoes: echoesOf(claim, found, visit.settings) } : claim;
-    return retry(publication(learnt, publishing.outcome, merged, now, publishing.recorded), learnt, merged, retries);
+    return retry(publication(learnt, publishing.outcome, merged, now, publishing.recorded, publishing.answerAt), learnt, merged, retries);
   }
   return landed(visit, 'key', now);
 }

@@ -566,6 +566,22 @@ describe("a token's place in the item", () => {
     });
   });
 
+  it('says its caller has it from the hedge after it came, though writes that failed and lost make the outcome land later (seed 2077319930)', () => {
+    // A waiter that came after the caller had it must not take a token that cannot be kept: the rewrite keeps the first moment.
+    const short = token('short', -50, { expiresIn: 20 });
+    const met = run(holding(), [gotToken(short), 50]);
+    const answered = run(met, [tick(50 + HEDGE_MS), 50 + HEDGE_MS]);
+    const rewritten = run(answered, [wrote('publish', FAILED_WRITE), 1050], [wrote('publish', lost(item(), revs('r2'), 1052)), 1055]);
+    const answerByOf = (step: Step) => {
+      const state = writeOf(step.actions, 'publish')?.state;
+      const outcome = state?.kind === 'key' ? state.ended.at(-1)?.outcome : undefined;
+      return outcome?.kind === 'answered' ? outcome.answerBy : undefined;
+    };
+
+    expect(answerOf(answered.actions)).toMatchObject({ kind: 'token' });
+    expect([answerByOf(met), answerByOf(rewritten)]).toEqual([epoch(50 + HEDGE_MS), epoch(50 + HEDGE_MS)]);
+  });
+
   it('is not taken by a visit that never read the item: it writes over it as absent', () => {
     const hedged = run(start(), [tick(HEDGE_MS), HEDGE_MS]);
     const { actions } = run(hedged, [gotToken(token('new', -HEDGE_MS - 10)), HEDGE_MS + 10]);

@@ -55,10 +55,17 @@ export class World {
     };
   }
 
-  /** Let a frozen owner run again: what came due meanwhile runs now, in the order it came due. */
+  /**
+   * Let a frozen owner run again: what came due meanwhile runs now, in the order it came due, even if the owner
+   * is frozen again at once (a thawed process handles the I/O that waited for it before it can be frozen again).
+   */
   thaw(owner: Owner): void {
     owner.frozen = false;
-    for (const event of owner.deferred.splice(0)) this.schedule(this.now, owner, event.run);
+    for (const event of owner.deferred.splice(0)) {
+      this.schedule(this.now, undefined, () => {
+        if (!event.cancelled && !owner.dead) event.run();
+      });
+    }
   }
 
   /** Run events in time order until none is left before `until`, or `stop` says so. */

@@ -149,8 +149,7 @@ export const answerInvariants: readonly Invariant[] = [
           ['ext_expires_in', answer.extExpiresIn, issued.call.extExpiresIn],
         ] as const;
         const age = answer.answeredAt - issued.issuedAt;
-        // An exchange that outlived its request may end while its instance is frozen: the receiver may count from the send, and its copies with it.
-        const outlived = (facts.answers.get(issued.call.request)?.answeredAt ?? Infinity) < issued.call.endedAt;
+        const outlived = facts.outlived(issued);
         for (const [name, stated, given] of fields) {
           let fault: string | undefined;
           if (answer.header === 'miss' && ownMiss(answered)) {
@@ -188,7 +187,9 @@ export const answerInvariants: readonly Invariant[] = [
           .find((call) => call.outcome === 'token' && call.token !== issued.token && call.endedAt <= answer.answeredAt);
         if (got) flag(answer.answeredAt, `${where}, though its own call got ${String(got.token)}`);
         const { life } = issued;
-        if (answer.header === 'stale' && !(life.kept && age >= life.staleMs - slack))
+        // Dated from its send (an exchange that outlived its request), a token goes stale up to that much early.
+        const early = facts.outlived(issued) ? issued.issuedAt - issued.call.sentAt : 0;
+        if (answer.header === 'stale' && !(life.kept && age >= life.staleMs - slack - early))
           flag(answer.answeredAt, `${where}, not stale by the answerer's clock`);
         // A token that cannot be kept has no phases: whom it may reach is `unkept token`'s.
         if (answer.header === 'hit' && life.kept && !(issued.issuedAt >= asked.arrivedAt || age < life.staleMs + slack))

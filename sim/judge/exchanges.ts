@@ -29,8 +29,7 @@ function heldIn(facts: Facts, call: IdpCall, phase: 'fresh' | 'refresh'): Issued
   return facts.tokensAlive(call.key, call.sentAt).find((issued) => {
     if (!issued.life.kept) return false;
     // A token whose exchange outlived its request may be dated at its send (as for `expires_in`): as old as that, it may be fresh no longer.
-    const outlived = (facts.answers.get(issued.call.request)?.answeredAt ?? Infinity) < issued.call.endedAt;
-    const age = call.sentAt - (phase === 'fresh' && outlived ? issued.call.sentAt : issued.issuedAt);
+    const age = call.sentAt - (phase === 'fresh' && facts.outlived(issued) ? issued.call.sentAt : issued.issuedAt);
     const slack = facts.slack(issued.receiver, call.instance);
     const inPhase =
       phase === 'fresh' ? age < issued.life.refreshMs - slack : age >= issued.life.refreshMs + slack && age < issued.life.staleMs - slack;
@@ -77,13 +76,11 @@ export const exchangeInvariants: readonly Invariant[] = [
         calls.forEach((first, index) => {
           const firstAsked = facts.requests.get(first.request);
           // The outcome is remembered by the writer's clock: another instance may see it end up to the spread early.
-          // The fleet remembers it only as published: not when the table failed its instance before it answered; and a
-          // timeout ends at its request's deadline, where "everything a request does ... ends", so only once the write
-          // sent then landed (one refused then is not written again).
+          // The fleet remembers it only as published: not when the table failed its instance before it answered, nor
+          // (an outcome at its request's deadline) before a write sent then landed (one refused then is not written again).
           const told = facts.answers.get(first.request)?.answeredAt;
           const troubled = told === undefined || facts.troubled(first.instance, firstAsked?.arrivedAt ?? first.sentAt, told);
-          const unpublished = (at: number) =>
-            troubled || (first.outcome === 'timeout' && facts.writesUnlanded(first.instance, key.id, first.endedAt, at));
+          const unpublished = (at: number) => troubled || facts.untoldAtDeadline(first, at);
           const endFor = (instance: string, at = Infinity) =>
             first.endedAt +
             (instance !== first.instance && unpublished(at)

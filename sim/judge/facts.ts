@@ -249,6 +249,14 @@ export class Facts {
   }
 
   /**
+   * Whether a token's exchange outlived its request: its instance may have been frozen when it ended, so its receiver
+   * may date it from the call's send, and its copies with it (a range from send to receipt).
+   */
+  outlived(issued: Issued): boolean {
+    return (this.answers.get(issued.call.request)?.answeredAt ?? Infinity) < issued.call.endedAt;
+  }
+
+  /**
    * When the fleet could surely read a token from the table: its receiver answered the request that got it
    * with no faulty table call or pepper read in between ("Every outcome a request meets is published").
    */
@@ -317,6 +325,18 @@ export class Facts {
       (call) => call.instance === instance && call.item === item && call.op === 'put' && call.sentAt >= from,
     );
     return puts.length > 0 && !puts.some((call) => call.landedAt !== undefined && call.landedAt <= by);
+  }
+
+  /**
+   * Whether the fleet was never surely told of a call's outcome by `at`: it came at its request's deadline, where
+   * "Everything a request does ... ends", and no write its instance sent from the call's end had landed by then.
+   */
+  untoldAtDeadline(call: IdpCall, at: number): boolean {
+    const asked = this.requests.get(call.request);
+    const answeredAt = this.answers.get(call.request)?.answeredAt;
+    const atDeadline =
+      call.outcome === 'timeout' || (answeredAt !== undefined && asked !== undefined && answeredAt >= this.deadline(asked));
+    return atDeadline && this.writesUnlanded(call.instance, call.key, call.endedAt, at);
   }
 
   /** Whether `instance` had an answer from the table to a read (of an item `item` accepts) sent in [from, to]. */

@@ -41,8 +41,9 @@ function metFailure(facts: Facts, { asked, answer, key }: Answered, outcome: Idp
       return waited && !(outcome === 'timeout' && outlasts(facts, asked, call));
     }
     const kept = rememberedMs(call, facts.T);
-    // Its own instance met it when the answer reached it: a frozen Lambda, when thawed.
-    const met = call.instance === asked.instance ? Math.min(facts.reachedAt(call), asked.arrivedAt) : call.endedAt;
+    // Its instance met it when the answer reached it (a frozen Lambda: when thawed), and the fleet remembers it as that
+    // instance dated it ("Clocks": with clocks in step, the fleet behaves as one instance).
+    const met = Math.min(facts.reachedAt(call), asked.arrivedAt);
     return !asked.noCache && kept > 0 && met >= asked.arrivedAt - kept - facts.slack(call.instance, asked.instance);
   });
 }
@@ -105,16 +106,9 @@ export const failureInvariants: readonly Invariant[] = [
         if (answer.header !== 'stale') continue;
         const rejection = facts.endedWithin(key.id, issued.issuedAt, answer.answeredAt).find((call) => {
           if (call.outcome !== 'unauthorized' || !(call.endedAt > issued.issuedAt)) return false;
-          // The 401 binds its own instance from its end, and the fleet from the answer it was published before; answered at
-          // its deadline, where "Everything a request does ... ends", only once a write sent then landed (as a timeout).
-          const answeredAt = facts.answers.get(call.request)?.answeredAt;
-          const leader = facts.requests.get(call.request);
-          const cut =
-            answeredAt !== undefined &&
-            leader !== undefined &&
-            answeredAt >= facts.deadline(leader) &&
-            facts.writesUnlanded(call.instance, key.id, call.endedAt, answer.answeredAt);
-          const told = cut ? undefined : answeredAt;
+          // The 401 binds its own instance from its end, and the fleet from the answer it was published before (answered at
+          // its deadline, only once a write sent then landed, as the burst rule reads a timeout).
+          const told = facts.untoldAtDeadline(call, answer.answeredAt) ? undefined : facts.answers.get(call.request)?.answeredAt;
           const replayed = facts.tampered(
             key.id,
             call.endedAt,

@@ -644,6 +644,23 @@ describe('header', () => {
     expect(broken(tell(67_999, 'stale'))).toEqual(['header']);
   });
 
+  it('lets a token whose exchange outlived its request go stale as dated from its send (seed 1853173579@60)', () => {
+    const tell = (at: number, outlived: boolean) => {
+      const story = new Story();
+      const first = story.miss('i0', 0).token;
+      // A refresh ahead: its request answered at once with the kept token, its call ending 3 s later.
+      const request = story.ask('i0', 55_000);
+      const refresh = story.call(request, 'token', { latencyMs: 3000 });
+      story.answer(request, outlived ? 55_000 : 58_000, { status: 200, header: 'hit', token: first, expiresIn: outlived ? 45 : 42 });
+      story.kept('i0', at, refresh.token as string, 'stale');
+      return story.record();
+    };
+
+    expect(judge(tell(125_000, true))).toEqual([]);
+    expect(broken(tell(124_999, true))).toEqual(['header']);
+    expect(broken(tell(125_000, false))).toEqual(['header']);
+  });
+
   it("answers hit to those who waited on another request's exchange", () => {
     const story = new Story();
     const waiter = story.ask('i1', 0);
@@ -1902,6 +1919,19 @@ describe('burst', () => {
     expect(broken(tell(undefined))).toEqual(['burst']);
   });
 
+  it('reads any outcome answered at its deadline as a timeout: remembered by the fleet once the write sent then landed', () => {
+    const tell = (landed: boolean) => {
+      const story = new Story(erring);
+      story.failed('i0', 0, 'error', { latencyMs: T - 20, answerAfterMs: 20 });
+      story.put('i0', T, landed);
+      for (const at of [T + 100, T + 200, T + 300]) story.failed('i1', at, 'error');
+      return story.record();
+    };
+
+    expect(judge(tell(false))).toEqual([]);
+    expect(broken(tell(true))).toEqual(['burst']);
+  });
+
   it('with memory, lets them reach it once per instance', () => {
     const [kept, past] = twice((story, step) => burst(story, ['i0', 500], ...(step ? ([['i0', 600]] as [string, number][]) : [])), {
       ...erring,
@@ -2242,19 +2272,22 @@ describe('fresh token kept', () => {
 });
 
 describe('remembered failures', () => {
-  it("remembers a Lambda instance's own 401, met while it was frozen, for 5 s from the request that thawed it", () => {
-    const tell = (mode: 'lambda' | 'concurrent', at: number) => {
+  it("remembers a Lambda instance's own 401, met while it was frozen, for 5 s from the request that thawed it, and the fleet with it (seed 1160975961@60)", () => {
+    const tell = (mode: 'lambda' | 'concurrent', at: number, instance = 'i0') => {
       const story = new Story({ mode });
       const { token } = story.miss('i0', 0);
       story.call(story.kept('i0', 50_000, token), 'unauthorized', { latencyMs: 50 });
       story.error(story.ask('i0', 53_000), 53_000, 401);
-      story.error(story.ask('i0', at), at, 401);
+      story.error(story.ask(instance, at), at, 401);
       return story.record();
     };
 
     expect(judge(tell('lambda', 57_999))).toEqual([]);
     expect(broken(tell('lambda', 58_001))).toEqual(['worse than off']);
     expect(broken(tell('concurrent', 57_999))).toEqual(['worse than off']);
+    // "Clocks": with clocks in step the fleet behaves as that one instance, which met the 401 as it thawed.
+    expect(judge(tell('lambda', 57_999, 'i1'))).toEqual([]);
+    expect(broken(tell('lambda', 58_001, 'i1'))).toEqual(['worse than off']);
   });
 });
 

@@ -149,6 +149,12 @@ type Situation =
     }
   /** The exchange runs without a claim: the table is slow, failing, contended, or this visit was taken over. */
   | { readonly kind: 'asking'; readonly exchange: Running }
+  /**
+   * Another's claim took this holder's place while its exchange runs (one that outlasts it, or took it for silent):
+   * it reads the item every renewal, and claims again once the item is idle or its claim was given back, so that
+   * the fleet never takes the key for free while its exchange runs. `pollAt` undefined while a read is out.
+   */
+  | { readonly kind: 'displaced'; readonly claim: ClaimFacts; readonly exchange: Running; readonly pollAt: MonoMs | undefined }
   /** The outcome is being written; the caller has it once the writes it waits for landed, or at `answerAt`. */
   | {
       readonly kind: 'publishing';
@@ -212,8 +218,15 @@ export interface Visit {
   readonly sightings: readonly Sighting[];
   /** Holders whose timeout this visit outlasts: it came while this request waited, with time left for its own exchange. */
   readonly outlasts: readonly string[];
+  /** The live claim this visit's claim took over because it outlasts its holder (Bursts), and that holder's deadline at the latest. */
+  readonly outlasting: Outlasting | undefined;
   /** Holders seen renewing, or claiming anew, after this request arrived, and since when on this clock: their exchange still ran then. */
   readonly ranAfter: readonly (readonly [holder: string, at: EpochMs])[];
+}
+
+interface Outlasting {
+  readonly claim: ClaimFacts;
+  readonly until: MonoMs;
 }
 
 interface Sighting {
@@ -264,6 +277,7 @@ export function startVisit(ask: VisitAsk, settings: CacheSettings, hedge: Hedge,
     sightings: [],
     ranAfter: [],
     outlasts: [],
+    outlasting: undefined,
   };
   if (now.mono >= ask.deadline) return answer({ ...visit, situation: { kind: 'done' } }, deadlineOutcome(visit, now), now);
   // The holds are read alongside only when memory would go to the IdP, or answer a hold (the fleet's may be
@@ -292,6 +306,7 @@ export function wakeAt(visit: Visit): MonoMs | undefined {
       due.push(situation.renewing ? undefined : situation.renewAt);
       break;
     case 'waiting':
+    case 'displaced':
       due.push(situation.pollAt);
       break;
     case 'publishing':
@@ -339,6 +354,7 @@ function readDone(before: Visit, read: KeyRead, now: Now): Step {
     (situation.kind === 'waiting' && situation.pollAt === undefined) ||
     // A read the hedge did not wait for still counts: what the table gives answers, if it comes first.
     (situation.kind === 'asking' && !before.answered);
+  if (situation.kind === 'displaced' && situation.pollAt === undefined) return reclaim(before, situation, read, now);
   return awaited ? consider(learn(before, read, now), read, now) : nothing(before);
 }
 
@@ -400,7 +416,8 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
         return withoutTable(alone, now);
       }
       const claim = activity?.kind === 'claim' && verdict !== undefined && verdict !== 'implausible' ? activity.claim : undefined;
-      return claimKey({ ...decided, refresh: plan.refresh }, claim, now, read.endedAt - read.startedAt);
+      const outlasting = claim && verdict === 'dominated' ? { claim, until: monoMs(read.endedAt + claim.leftMs) } : undefined;
+      return claimKey({ ...decided, refresh: plan.refresh, outlasting }, claim, now, read.endedAt - read.startedAt);
     }
   }
 }
@@ -520,9 +537,12 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
     // a timeout it outlasts is that exchange's deadline, not this request's.
     if (ended.outcome.failure.until <= now.epoch || visit.outlasts.includes(ended.holder)) return undefined;
     // A no-cache request takes no remembered failure: only one of an exchange this visit saw running after it came,
-    // or of one that took such an exchange over (it ran after too), or one its writer dated after this request came (Clocks).
+    // or of one that took such an exchange over (it ran after too, unless this visit saw the taker's claim at its first
+    // look: a holder it displaced may be seen running again), or one its writer dated after this request came (Clocks).
+    const takenOverSince = (holder: string) =>
+      ended.lineage.includes(holder) && !visit.sightings.some((one) => one.holder === ended.holder);
     const ranSince =
-      visit.ranAfter.some(([holder]) => holder === ended.holder || ended.lineage.includes(holder)) ||
+      visit.ranAfter.some(([holder]) => holder === ended.holder || takenOverSince(holder)) ||
       happenedAt(ended.outcome.failure) >= visit.ask.arrivedAt;
     if (visit.ask.noCache && !isHold(ended.outcome.failure) && !ranSince) return undefined;
     return failWith(visit, outcomeOf(visit, ended.outcome.failure, 'exchange', now), now);
@@ -569,6 +589,8 @@ function tableView(visit: Visit, busy: boolean, now: Now, refreshing = busy): Ke
 function readFailed(visit: Visit, now: Now): Step {
   const { situation } = visit;
   if (situation.kind === 'reading') return withoutTable(visit, now);
+  if (situation.kind === 'displaced')
+    return nothing({ ...visit, situation: { ...situation, pollAt: situation.pollAt ?? renewDue(visit, now) } });
   if (situation.kind !== 'waiting' || situation.pollAt !== undefined) return nothing(visit);
   // The holder may still put its outcome where the next poll sees it: poll on, and ask the IdP meanwhile.
   const polling: Visit = { ...visit, situation: { ...situation, pollAt: nextPoll(visit, now) } };
@@ -622,7 +644,12 @@ function claimWritten(visit: Visit, claim: ClaimFacts, exchange: Running | undef
     // next write, over the claim or what it claimed over, finds out.
     if (exchange) return renewLater(visit, claim, exchange, now);
     if (visit.holds.kind === 'reading') {
-      const hedgeAt = visit.situation.kind === 'claiming' ? visit.situation.hedgeAt : monoMs(now.mono);
+      // Held, the claim keeps its waiters waiting: the holds may hold the exchange back the shortest hedge more at most
+      // (the hedge stretches for the claim's write, which the waiters share, not for a slow hold item).
+      const hedgeAt =
+        visit.situation.kind === 'claiming'
+          ? monoMs(Math.min(visit.situation.hedgeAt, now.mono + visit.settings.hedge.minMs))
+          : monoMs(now.mono);
       return nothing({ ...visit, situation: { kind: 'claimed', claim, hedgeAt } });
     }
     return proceedAsHolder(visit, claim, now);
@@ -657,20 +684,20 @@ function renewal(visit: Visit, claim: ClaimFacts, exchange: Running, now: Now): 
 }
 
 function renewLater(visit: Visit, claim: ClaimFacts, exchange: Running, now: Now, rewrites = 0): Step {
-  const renewAt = monoMs(now.mono + visit.settings.renewEveryMs);
+  const renewAt = renewDue(visit, now);
   return nothing({ ...visit, situation: { kind: 'holding', claim, exchange, renewAt, renewing: false, rewrites } });
 }
 
 function renew(visit: Visit, claim: ClaimFacts, exchange: Running, rewrites: number, now: Now): Step {
   const next = renewal(visit, claim, exchange, now);
-  // A holder knows its item: the claim it wrote, or the item with its claim that a read or a refused renewal showed.
-  const base = visit.mirror as KeyItem;
-  const memo = memoOf(visit, base.memo);
+  // A holder knows its item: the claim it wrote, or what a read or a refused renewal showed (absent, once displaced).
+  const base = visit.mirror;
+  const memo = memoOf(visit, base?.memo ?? EMPTY_MEMO);
   const state: KeyItem = {
     kind: 'key',
     memo,
     activity: { kind: 'claim', claim: next },
-    ended: carried(visit, base.ended, now, tokenRoom(visit, memo)),
+    ended: carried(visit, base?.ended ?? [], now, tokenRoom(visit, memo)),
   };
   const sent = write(
     { ...visit, situation: { kind: 'holding', claim: next, exchange, renewAt: now.mono, renewing: true, rewrites } },
@@ -693,9 +720,26 @@ function renewWritten(visit: Visit, held: Extract<Situation, { kind: 'holding' }
       return renew(learn(visit, read, now), { ...held.claim, echoes }, held.exchange, rewrites, now);
     }
   }
-  // Another instance counted this holder as gone and took over (or the item keeps changing): its outcome is its own to write.
   const taken: Visit = { ...visit, mirror: read.state, item: read.expected };
-  return nothing({ ...taken, situation: { kind: 'asking', exchange: held.exchange } });
+  // The item keeps changing under its own claim: its outcome is its own to write.
+  if (claim?.holder === visit.ask.holder) return nothing({ ...taken, situation: { kind: 'asking', exchange: held.exchange } });
+  // Another took its place (one that outlasts it, or took it for silent): it watches for the key to be free again.
+  return nothing({ ...taken, situation: { kind: 'displaced', claim: held.claim, exchange: held.exchange, pollAt: renewDue(visit, now) } });
+}
+
+/** A displaced holder's look at the item: another's claim still there, it looks again later; else it claims again over what it read. */
+function reclaim(visit: Visit, displaced: Extract<Situation, { kind: 'displaced' }>, read: KeyRead, now: Now): Step {
+  const found = read.state?.activity.kind === 'claim' ? read.state.activity.claim : undefined;
+  if (found && found.holder !== visit.ask.holder) {
+    return nothing({ ...visit, mirror: read.state, item: read.expected, situation: { ...displaced, pollAt: renewDue(visit, now) } });
+  }
+  // Given back, its claim may carry a beat its taker added: the renewal goes above it, so that watchers see it renewed.
+  const claim = { ...displaced.claim, beat: Math.max(displaced.claim.beat, found?.beat ?? 0) };
+  return renew(learn(visit, read, now), claim, displaced.exchange, 0, now);
+}
+
+function renewDue(visit: Visit, now: Now): MonoMs {
+  return monoMs(now.mono + visit.settings.renewEveryMs);
 }
 
 // ---- Waiting --------------------------------------------------------------------------------------
@@ -855,7 +899,10 @@ function heldBack(visit: Visit, hold: Remembered, now: Now): Step {
  */
 function publish(visit: Visit, outcome: Outcome, now: Now, recorded?: Remembered): Step {
   const { situation } = visit;
-  const claim = situation.kind === 'holding' || situation.kind === 'claimed' || situation.kind === 'claiming' ? situation.claim : undefined;
+  const claim =
+    situation.kind === 'holding' || situation.kind === 'claimed' || situation.kind === 'claiming' || situation.kind === 'displaced'
+      ? situation.claim
+      : undefined;
   const answerAt = monoMs(Math.min(visit.ask.deadline, now.mono + visit.hedgeMs));
   const state = publication(visit, outcome, claim, now, recorded, answerAt);
   const holdWrite = outcome.kind === 'failure' && outcome.cause === 'exchange' && isHold(outcome.failure) && outcome.scope === 'client';
@@ -914,10 +961,19 @@ function publication(
     // A failure whose time is over by now (its news came late) has nothing left to tell.
     ownEnded.push({ holder: visit.ask.holder, lineage, outcome: { kind: 'failure', failure: recorded ?? outcome.failure } });
   }
-  // Another's claim stays; this visit's own is released.
-  const activity = base?.activity.kind === 'claim' && base.activity.claim.holder !== visit.ask.holder ? base.activity : IDLE;
+  // Another's claim stays; this visit's own is released, or gives back the claim it took over while that holder's exchange may run.
+  const activity =
+    base?.activity.kind === 'claim' && base.activity.claim.holder !== visit.ask.holder ? base.activity : released(visit, base, now);
   const own = ownEnded.reduce((sum, one) => sum + inlineBytes(one), 0);
   return { kind: 'key', memo, activity, ended: [...carried(visit, base?.ended ?? [], now, tokenRoom(visit, memo) - own), ...ownEnded] };
+}
+
+/** What a visit's own claim leaves: the claim it took over from a holder it outlasts, renewed, while that holder's exchange may run. */
+function released(visit: Visit, base: KeyItem | undefined, now: Now): KeyItem['activity'] {
+  const { outlasting } = visit;
+  if (!outlasting || base?.activity.kind !== 'claim' || now.mono >= outlasting.until) return IDLE;
+  if (base.ended.some((one) => one.holder === outlasting.claim.holder)) return IDLE;
+  return { kind: 'claim', claim: { ...outlasting.claim, beat: outlasting.claim.beat + 1 } };
 }
 
 function publishWritten(visit: Visit, publishing: Extract<Situation, { kind: 'publishing' }>, result: WriteResult, now: Now): Step {
@@ -972,6 +1028,10 @@ function tick(visit: Visit, now: Now): Step {
         : nothing(visit);
     case 'waiting':
       return situation.pollAt !== undefined && now.mono >= situation.pollAt ? poll(visit, situation) : nothing(visit);
+    case 'displaced':
+      return situation.pollAt !== undefined && now.mono >= situation.pollAt
+        ? { visit: { ...visit, situation: { ...situation, pollAt: undefined } }, actions: [{ kind: 'read' }] }
+        : nothing(visit);
     case 'publishing':
       return !visit.answered && now.mono >= situation.answerAt ? answer(visit, situation.outcome, now) : nothing(visit);
     default:
@@ -1105,6 +1165,7 @@ function runningOf(situation: Situation): Running | undefined {
       return situation.exchange;
     case 'holding':
     case 'asking':
+    case 'displaced':
       return situation.exchange;
     default:
       return undefined;

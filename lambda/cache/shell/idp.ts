@@ -9,20 +9,21 @@ import { ownEntry } from '../core/lifetime';
 export type Exchange = () => Promise<IdpToken>;
 
 /**
- * Ask the IdP as instance `instance`, knowing of the key's rejection `after`: its token, or the failure
- * the cache remembers; anything else is a bug, and is thrown. A timeout is dated at the deadline that ended it, however late its news is
- * handled (an instance frozen between invocations handles it when it thaws).
+ * Ask the IdP as instance `instance`: its token, dated after the key's latest rejection this instance knows as
+ * it arrives (`rejectedAt`: received once that was known, it was received after it), or the failure the cache
+ * remembers; anything else is a bug, and is thrown. A timeout is dated at the deadline that ended it, however
+ * late its news is handled (an instance frozen between invocations handles it when it thaws).
  */
 export async function exchangeResult(
   exchange: Exchange,
   clock: Clock,
   instance: string,
   deadline: Deadline,
-  after: EpochMs,
+  rejectedAt: () => EpochMs,
 ): Promise<ExchangeResult> {
   try {
     const token = await exchange();
-    return { token: ownEntry(token, clock.epoch(), instance, after) };
+    return { token: ownEntry(token, clock.epoch(), instance, rejectedAt()) };
   } catch (error) {
     if (!(error instanceof ExchangeError) || !isRemembered(error)) throw error;
     // Handled after the deadline (a Lambda frozen meanwhile), it came by the deadline at the latest: dated no later.

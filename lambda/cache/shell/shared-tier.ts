@@ -43,6 +43,8 @@ export interface SharedAsk extends Freshness {
   /** What this instance's memory knows of the key, and its latest rejection. */
   readonly memory: KeyView;
   readonly rejection: Rejection;
+  /** The key's latest rejection this instance knows now (another request here may have met one meanwhile). */
+  readonly rejectedAt: () => EpochMs;
   /** A stored credential's key: a hold it earns covers the credential whatever it kept. */
   readonly vouched: boolean;
   /** Where the IdP is, for how long it has been taking to answer. */
@@ -175,7 +177,7 @@ export class SharedTier {
             // The request went on without a table call that took longer than the hedge: the table's trouble.
             if (action.hedged) ask.report.tableError ??= 'TableSlow';
             const started = runtime.mono();
-            exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline, ask.rejection.at).then(
+            exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline, ask.rejectedAt).then(
               (result) => {
                 this.idpAnswered(ask.tokenUrl, runtime.mono() - started);
                 feed({ kind: 'exchanged', result });
@@ -241,7 +243,7 @@ export class SharedTier {
     if (held) return { kind: 'failure', failure: held, kept: undefined, rejection: 'unknown', scope, cause: 'hold', metAt };
     if (plan.act === 'exchange' && plan.refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
-    const result = await exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline, ask.rejection.at);
+    const result = await exchangeResult(ask.exchange, runtime, runtime.instance, ask.deadline, ask.rejectedAt);
     if ('token' in result) return tokenOutcome(result.token, 'idp');
     const cut = result.failure.code === 'upstream_timeout' && budgetMs < settings.upstreamTimeoutMs - settings.upstreamTimeoutMs / 25;
     return {

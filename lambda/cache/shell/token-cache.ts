@@ -206,6 +206,7 @@ export class TokenCache {
           clientHoldKey: earnedHoldKey(request, ask.tokenUrl),
           memory: this.memory.view(slot, this.memory.hold(holdKeys, now), now),
           rejection: slot.rejection,
+          rejectedAt: () => slot.rejection.at,
           vouched: vouched(request),
           looked,
           waits: (until) => {
@@ -243,7 +244,7 @@ export class TokenCache {
   private async fromIdp(ask: CacheAsk, slot: Slot, refresh: boolean, vouchedFor: boolean): Promise<Outcome> {
     if (refresh) ask.report.refresh = 'ahead';
     const budgetMs = ask.deadline.leftMs();
-    const result = await exchangeResult(ask.exchange, this.runtime, this.runtime.instance, ask.deadline, slot.rejection.at);
+    const result = await exchangeResult(ask.exchange, this.runtime, this.runtime.instance, ask.deadline, () => slot.rejection.at);
     if ('token' in result) return tokenOutcome(result.token, 'idp');
     const now = this.runtime.epoch();
     const { failure } = result;

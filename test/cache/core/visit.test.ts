@@ -132,6 +132,8 @@ const writeOf = (actions: readonly VisitAction[], purpose?: WriteKind) =>
 /** A visit that read an empty item, claimed it, won, and read no hold: its exchange runs from `ms`. */
 const holding = (parts: Partial<VisitAsk> = {}, ms = 4) =>
   run(start(parts), [read(undefined, 0, UNVERSIONED), 2], [wrote('claim', WON), 3], [holds(undefined), ms]);
+/** That holder, its first renewal refused at 256 by a claim that took its place: it looks at the item again at 506. */
+const displaced = () => run(holding(), [tick(254), 254], [wrote('renew', lost(claimed({ holder: 'taker', lineage: ['me'] }))), 256]);
 
 describe('a visit begins', () => {
   it('by reading the key, and the holds alongside when memory would go to the IdP', () => {
@@ -205,6 +207,22 @@ describe('a read of the key', () => {
       [['write:claim'], 700],
       [['write:claim'], 200],
     ]);
+    // The read's own time, from its start: one sent at 100 that answered at 400 took 300 ms.
+    const lateRead: VisitEvent = { kind: 'read', read: { ...readOf(undefined, 100, UNVERSIONED), endedAt: monoMs(400) } };
+    expect(wakeAt(run(start({}, 0, 1250), [lateRead, 400]).visit)).toBe(1000);
+  });
+
+  it('once its claim is held, waits for holds a slow table still owes no more than the shortest hedge (seed 1149677536)', () => {
+    // Its waiters share its exchange, so a slow hold item would cost each of them what it cost the holder.
+    const slowRead: VisitEvent = {
+      kind: 'read',
+      read: { state: undefined, expected: UNVERSIONED, startedAt: monoMs(0), endedAt: monoMs(300) },
+    };
+    const claimedAt = (ms: number) => run(start({}, 0, 1250), [slowRead, 300], [wrote('claim', WON), ms]);
+
+    expect(wakeAt(claimedAt(320).visit)).toBe(320 + SETTINGS.hedge.minMs);
+    expect(kinds(run(claimedAt(320), [tick(520), 520]).actions)).toEqual(['exchange']);
+    expect(wakeAt(claimedAt(800).visit)).toBe(900);
   });
 
   it('with nothing there: claims it over no string revision', () => {
@@ -372,6 +390,132 @@ describe('a holder', () => {
   });
 });
 
+describe('a holder another took the place of', () => {
+  // Seed 14844706: a no-cache request outlasting a refresh took its claim, failed at once, and left the item idle while
+  // the refresh still ran; another instance then refreshed too.
+
+  it('reads the item every renewal, and looks again while the claim that took its place stands', () => {
+    const { visit, actions } = displaced();
+    expect(actions).toEqual([]);
+    expect(visit.situation).toMatchObject({ kind: 'displaced', claim: { holder: 'me', beat: 1 } });
+    expect(wakeAt(visit)).toBe(256 + SETTINGS.renewEveryMs);
+
+    const looking = run({ visit, actions }, [tick(506), 506]);
+    expect(kinds(looking.actions)).toEqual(['read']);
+    expect(wakeAt(looking.visit)).toBe(5000);
+    const still = run(looking, [read(claimed({ holder: 'taker', beat: 1 }), 506, revs('r3')), 508]);
+    expect(still.actions).toEqual([]);
+    expect(wakeAt(still.visit)).toBe(508 + SETTINGS.renewEveryMs);
+    // A look that fails is tried again at the next renewal.
+    expect(wakeAt(run(looking, [READ_FAILED, 508]).visit)).toBe(508 + SETTINGS.renewEveryMs);
+    expect(wakeAt(run(still, [READ_FAILED, 509]).visit)).toBe(508 + SETTINGS.renewEveryMs);
+  });
+
+  it('claims again above the beat its claim came back with, or over an idle or absent item, and publishes in its place', () => {
+    const looking = run(displaced(), [tick(506), 506]);
+    const back = run(looking, [read(claimed({ holder: 'me', beat: 7 }), 506, revs('r4')), 508]);
+    expect(writeOf(back.actions, 'renew')).toMatchObject({
+      expected: revs('r4'),
+      state: { activity: { kind: 'claim', claim: { holder: 'me', beat: 8, leftMs: 4492 } } },
+    });
+    const idle = run(looking, [read(item({ ended: [answeredBy('taker', 300)] }), 506, revs('r5')), 508]);
+    expect(writeOf(idle.actions, 'renew')).toMatchObject({
+      state: { activity: { kind: 'claim', claim: { holder: 'me', beat: 2 } }, ended: [answeredBy('taker', 300)] },
+    });
+    const absent = run(looking, [read(undefined, 506, UNVERSIONED), 508]);
+    expect(writeOf(absent.actions, 'renew')).toMatchObject({ expected: UNVERSIONED, state: { memo: EMPTY_MEMO, ended: [] } });
+
+    const published = run(displaced(), [gotToken(token('new', -300)), 300]);
+    expect(writeOf(published.actions, 'publish')).toMatchObject({
+      state: { activity: { kind: 'claim', claim: { holder: 'taker' } }, ended: [{ holder: 'me', outcome: { kind: 'answered' } }] },
+    });
+    // Its outcome names the holders its own claim took over from, for their waiters.
+    const heir = run(
+      start(),
+      [read(undefined, 0, UNVERSIONED), 2],
+      [holds(undefined), 3],
+      [wrote('claim', lost(claimed({ holder: 'me', lineage: ['old'] }))), 4],
+      [tick(254), 254],
+      [wrote('renew', lost(claimed({ holder: 'taker', lineage: ['old', 'me'] }))), 256],
+      [gotToken(token('new', -300)), 300],
+    );
+    expect(writeOf(heir.actions, 'publish')?.state.ended.at(-1)).toMatchObject({ holder: 'me', lineage: ['old'] });
+  });
+
+  it('goes on without the table when its own claim keeps changing under it', () => {
+    const changing = (n: number) => lost(claimed({ holder: 'me', beat: n }));
+    const { visit } = run(
+      holding(),
+      [tick(254), 254],
+      [wrote('renew', changing(0)), 256],
+      [wrote('renew', changing(1)), 258],
+      [wrote('renew', changing(2)), 260],
+    );
+    expect(visit.situation.kind).toBe('asking');
+  });
+});
+
+describe('a request that outlasts a live holder', () => {
+  // The holder's deadline ends by 1502 (its 1500 ms left as the read ended): this request's 5000 outlast it.
+  const over = claimed({ leftMs: 1500, beat: 3 }, { ended: [answeredBy('third', -50, 'unshared')] });
+  const taker = () => run(start(), [read(over, 0), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);
+
+  it("takes its claim, and gives it back renewed with its outcome while that holder's exchange may still run", () => {
+    const { actions } = run(taker(), [gotFailure(failure('upstream_error', 1100)), 100]);
+    expect(writeOf(actions, 'publish')).toMatchObject({
+      state: {
+        activity: { kind: 'claim', claim: { holder: 'other', beat: 4 } },
+        ended: [{ holder: 'third' }, { holder: 'me', lineage: ['other'] }],
+      },
+    });
+  });
+
+  it('names the holder it took over from in a hold it settles for the waiters, its claim held or still out', () => {
+    const hold = failure('upstream_throttled', 9000);
+    const held = run(start(), [read(over, 0), 2], [wrote('claim', WON), 3], [holds(hold), 4]);
+    const out = run(start(), [read(over, 0), 2], [holds(hold), 3], [tick(HEDGE_MS), HEDGE_MS]);
+
+    for (const { actions } of [held, out]) {
+      expect(writeOf(actions, 'publish')?.state.ended.at(-1)).toEqual(ended('me', { kind: 'failure', failure: hold }, ['other']));
+    }
+  });
+
+  it('gives nothing back once that holder published, or its deadline passed', () => {
+    const published = run(
+      taker(),
+      [gotFailure(failure('upstream_error', 1100)), 100],
+      [
+        wrote(
+          'publish',
+          lost(claimed({ holder: 'me', lineage: ['other'] }, { ended: [answeredBy('third', 40, 'unshared'), answeredBy('other', 50)] })),
+        ),
+        102,
+      ],
+    );
+    expect(writeOf(published.actions, 'publish')).toMatchObject({ state: { activity: { kind: 'idle' } } });
+    const late = run(taker(), [gotToken(token('new', -1502)), 1502]);
+    expect(writeOf(late.actions, 'publish')).toMatchObject({ state: { activity: { kind: 'idle' } } });
+    const inTime = run(taker(), [gotToken(token('new', -1501)), 1501]);
+    expect(writeOf(inTime.actions, 'publish')).toMatchObject({ state: { activity: { kind: 'claim' } } });
+  });
+
+  it('gives nothing back when it took over a silent holder, or claimed over no claim', () => {
+    const silent = run(
+      start(),
+      [read(claimed({ leftMs: 4900 }), 0), 2],
+      [tick(102), 102],
+      [read(claimed({ leftMs: 4900 }), 800), 802],
+      [wrote('claim', WON), 803],
+      [holds(undefined), 804],
+      [gotFailure(failure('upstream_error', 2000)), 900],
+    );
+    expect(writeOf(silent.actions, 'publish')).toMatchObject({ state: { activity: { kind: 'idle' } } });
+    expect(writeOf(run(holding(), [gotFailure(failure('upstream_error', 1100)), 100]).actions, 'publish')).toMatchObject({
+      state: { activity: { kind: 'idle' } },
+    });
+  });
+});
+
 describe('a waiter', () => {
   /** Waiting on `other`'s claim, seen at 0 and renewed at 300: due to mark it. */
   const marking = () => run(start(), [read(claimed(), 0), 2], [tick(102), 102], [read(claimed({ beat: 1 }), 300), 302]);
@@ -451,6 +595,9 @@ describe('events that no longer concern the visit', () => {
     ],
     ['a tick before its claim could renew', () => holding(), tick(100)],
     ['a tick before its next poll', () => run(start(), [read(claimed(), 0), 2]), tick(50)],
+    ["a tick before a displaced holder's next look", displaced, tick(300)],
+    ["a tick while a displaced holder's look is out", () => run(displaced(), [tick(506), 506]), tick(600)],
+    ['a read a displaced holder did not ask for', displaced, read(item(), 300)],
     ['a tick after it answered and is done', () => run(start(), [read(keeping(token('t', 0, { by: 'there' }))), 2]), tick(5000)],
   ])('ignores %s', (_case, before, event) => {
     const prior = before();
@@ -722,6 +869,20 @@ describe("a waiter finds its holder's outcome", () => {
     // Never seen renewed after it came, and dated before it came: the taker's failure may be older than the request.
     const takenOverBefore = item({ ended: [ended('taker', { kind: 'failure', failure: failure('upstream_error', 900) }, ['other'])] });
     expect(answerOf(run(waitingOn({ noCache: true }), [read(takenOverBefore, 150), 152]).actions)).toBeUndefined();
+  });
+
+  it('for a no-cache request, no failure of a taker whose claim it saw before the holder that taker displaced ran again (seed 18115)', () => {
+    // It came while 'taker' ran (taken over from 'old'); the taker failed just before it came and gave 'old' its claim back.
+    const givenBack = item({
+      activity: { kind: 'claim', claim: claimFacts({ holder: 'old', beat: 5 }) },
+      ended: [ended('taker', { kind: 'failure', failure: failure('upstream_error', 990) }, ['old'])],
+    });
+    const sawTaker = run(start({ noCache: true }), [read(claimed({ holder: 'taker', lineage: ['old'] }), 0), 2], [tick(102), 102]);
+
+    expect(answerOf(run(sawTaker, [read(givenBack, 102), 104]).actions)).toBeUndefined();
+    // Nor when it saw another claim between.
+    const sawAnother = run(sawTaker, [read(claimed({ holder: 'another' }), 102), 104], [tick(204), 204]);
+    expect(answerOf(run(sawAnother, [read(givenBack, 204), 206]).actions)).toBeUndefined();
   });
 
   it('a timeout it outlasts (published since its last look, with more than a fifth of its deadline left): no answer, it asks itself', () => {

@@ -39,10 +39,10 @@ function exchangeWithin(deadline: Deadline): Exchange {
   return () => exchangeToken(request, target, deadline, {});
 }
 
-/** Ask as instance `i-1` with a deadline of `ms` on the manual clock, knowing of the key's rejection `after`. */
-function ask(ms = 5000, after: EpochMs = epochMs(0)) {
+/** Ask as instance `i-1` with a deadline of `ms` on the manual clock, knowing of the key's rejection as `rejectedAt` says. */
+function ask(ms = 5000, rejectedAt: () => EpochMs = () => epochMs(0)) {
   const deadline = Deadline.after(clock, ms);
-  return exchangeResult(exchangeWithin(deadline), clock, 'i-1', deadline, after);
+  return exchangeResult(exchangeWithin(deadline), clock, 'i-1', deadline, rejectedAt);
 }
 
 describe('exchangeResult', () => {
@@ -55,7 +55,7 @@ describe('exchangeResult', () => {
     });
 
     // Act: a rejection was known from 2 s before the request.
-    const result = await ask(5000, epochMs(asked - 2000));
+    const result = await ask(5000, () => epochMs(asked - 2000));
 
     // Assess
     expect(result).toEqual({
@@ -67,6 +67,21 @@ describe('exchangeResult', () => {
         after: asked - 2000,
       },
     });
+  });
+
+  it('dates it after a rejection this instance learnt while the IdP answered: received once that was known (seed 1936687369)', async () => {
+    // Another request here met a 401 while this exchange ran: its token, though asked for before, is received after it.
+    let rejectedAt = epochMs(0);
+    server.answer((request, response) => {
+      clock.advance(2000);
+      rejectedAt = epochMs(clock.epoch() - 1500);
+      void json(200, DEMO_TOKEN)(request, response);
+    });
+
+    const result = await ask(5000, () => rejectedAt);
+
+    expect(result).toMatchObject({ token: { after: rejectedAt } });
+    expect(rejectedAt).toBeGreaterThan(0);
   });
 
   it.each([
@@ -115,7 +130,7 @@ describe('exchangeResult', () => {
     };
     const asked = clock.epoch();
 
-    expect(await exchangeResult(late, clock, 'i-1', deadline, epochMs(0))).toEqual({
+    expect(await exchangeResult(late, clock, 'i-1', deadline, () => epochMs(0))).toEqual({
       failure: { code: 'upstream_error', until: asked + 1000 + 1000 },
     });
   });
@@ -128,7 +143,7 @@ describe('exchangeResult', () => {
     };
     const asked = clock.epoch();
 
-    expect(await exchangeResult(inTime, clock, 'i-1', deadline, epochMs(0))).toEqual({
+    expect(await exchangeResult(inTime, clock, 'i-1', deadline, () => epochMs(0))).toEqual({
       failure: { code: 'upstream_error', until: asked + 4000 + 1000 },
     });
   });
@@ -140,6 +155,14 @@ describe('exchangeResult', () => {
   ])('throws %s as the bug it is, remembered by no one', async (_case, bug) => {
     const deadline = Deadline.after(clock, 1000);
 
-    await expect(exchangeResult(() => Promise.reject(bug), clock, 'i-1', deadline, epochMs(0))).rejects.toBe(bug);
+    await expect(
+      exchangeResult(
+        () => Promise.reject(bug),
+        clock,
+        'i-1',
+        deadline,
+        () => epochMs(0),
+      ),
+    ).rejects.toBe(bug);
   });
 });

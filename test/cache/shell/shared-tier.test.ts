@@ -41,6 +41,7 @@ const ask = (parts: Partial<SharedAsk> = {}): SharedAsk => ({
   clientHoldKey: `hold-${randomBytes(6).toString('hex')}`,
   memory: NOTHING,
   rejection: { at: epochMs(0), own: false },
+  rejectedAt: () => epochMs(0),
   vouched: false,
   tokenUrl: 'https://idp.example/token',
   deadline: Deadline.after(runtime, 5000),
@@ -85,6 +86,19 @@ describe('the shared tier with its table', () => {
 
     expect(outcome).toMatchObject({ kind: 'token', from: 'idp' });
     expect([asked, report.refresh]).toEqual([1, 'ahead']);
+  });
+
+  it('dates its token after a rejection another request here met while the IdP answered (seed 1936687369)', async () => {
+    let rejectedAt = epochMs(0);
+    const meanwhile = async () => {
+      rejectedAt = epochMs(runtime.epoch() - 10);
+      return TOKEN;
+    };
+
+    const outcome = await (await loaded()).fetch(ask({ exchange: meanwhile, rejectedAt: () => rejectedAt }));
+
+    expect(outcome).toMatchObject({ kind: 'token', from: 'idp', entry: { after: rejectedAt } });
+    expect(rejectedAt).toBeGreaterThan(0);
   });
 
   it('answers at its deadline while its exchange runs on, which still ends and is published', async () => {
@@ -164,9 +178,10 @@ describe('the shared tier without its pepper', () => {
     const due = ownEntry(TOKEN, epochMs(runtime.epoch() - 3_215_000), runtime.instance);
     const report: CacheReport = {};
 
-    const outcome = await shared.fetch(ask({ memory: { ...NOTHING, entry: due }, report }));
+    const outcome = await shared.fetch(ask({ memory: { ...NOTHING, entry: due }, report, rejectedAt: () => epochMs(7) }));
 
-    expect(outcome).toMatchObject({ kind: 'token', from: 'idp', entry: { token: TOKEN, receivedBy: runtime.instance } });
+    // Dated after the rejection this instance knew as it came.
+    expect(outcome).toMatchObject({ kind: 'token', from: 'idp', entry: { token: TOKEN, receivedBy: runtime.instance, after: 7 } });
     expect([asked, report.refresh]).toEqual([1, 'ahead']);
   });
 

@@ -90,13 +90,18 @@ export const exchangeInvariants: readonly Invariant[] = [
           const stopped = facts.shared
             ? new Set(facts.stoppedHolders(key.id, first.sentAt, burstEnd).map((holder) => holder.instance)).size
             : 0;
+          // An exchange sent after its instance's table failed its request is unknown to the fleet ("while the table answers"):
+          // only that instance's requests may wait on it, or join its burst.
+          const unknown = (call: IdpCall) =>
+            facts.shared && facts.troubled(call.instance, facts.requests.get(call.request)?.arrivedAt ?? call.sentAt, call.sentAt);
+          const firstUnknown = unknown(first);
           // The exchanges of the burst so far: a request may take over only those still running when it arrived.
-          const running = firstAsked ? [{ deadline: facts.deadline(firstAsked), call: first }] : [];
+          const running = firstAsked ? [{ deadline: facts.deadline(firstAsked), call: first, unknown: firstUnknown }] : [];
           let counted = 0;
           for (let next = index + 1; next < calls.length; next++) {
             const call = calls[next] as IdpCall;
             if (call.sentAt > burstEnd) break;
-            if (!facts.shared && call.instance !== first.instance) continue;
+            if ((!facts.shared || firstUnknown) && call.instance !== first.instance) continue;
             const asked = facts.requests.get(call.request);
             const end = endFor(call.instance, call.sentAt);
             if (!asked || call.sentAt > end) continue;
@@ -105,13 +110,14 @@ export const exchangeInvariants: readonly Invariant[] = [
             // after the request came before it: such an exchange is not one it could share.
             const waitedOn = running
               .filter(
-                ({ call: exchange }) =>
+                ({ call: exchange, unknown: elsewhere }) =>
+                  !(elsewhere && exchange.instance !== call.instance) &&
                   exchange.endedAt >=
-                  asked.arrivedAt + (asked.noCache && exchange.outcome !== 'token' ? facts.slack(exchange.instance, call.instance) : 0),
+                    asked.arrivedAt + (asked.noCache && exchange.outcome !== 'token' ? facts.slack(exchange.instance, call.instance) : 0),
               )
               .map((exchange) => exchange.deadline);
             const takesOver = waitedOn.length > 0 && deadline > Math.max(...waitedOn) + facts.T * TAKE_OVER_SHARE;
-            running.push({ deadline, call });
+            running.push({ deadline, call, unknown: unknown(call) });
             if (takesOver || !(asked.arrivedAt > first.sentAt && asked.arrivedAt <= end)) continue;
             // "Clocks": a token that cannot be kept, received elsewhere within the spread after this request came, may be
             // dated before it came: "to no later request", so this one may ask for its own.

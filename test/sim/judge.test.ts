@@ -1971,6 +1971,44 @@ describe('burst', () => {
     expect(broken(past)).toEqual(['burst']);
   });
 
+  it("waits no request of another instance on an exchange sent after its instance's table failed it", () => {
+    const tell = (unknown: boolean) => {
+      const story = new Story({ phases: [failing({ kind: 'reject' })] });
+      story.failed('i0', 0, 'unauthorized', { latencyMs: 2000 });
+      if (unknown) story.fault('i1', 300);
+      story.failed('i1', 300, 'unauthorized', { latencyMs: 2000 });
+      // Outlasts i0's exchange by more than a fifth of the deadline, not i1's: takes over only if i1's is unknown.
+      for (const [instance, at] of [
+        ['i2', 1201],
+        ['i3', 1250],
+        ['i2', 1260],
+      ] as const)
+        story.failed(instance, at, 'unauthorized', { latencyMs: 2000 });
+      return story.record();
+    };
+
+    expect(judge(tell(true))).toEqual([]);
+    expect(broken(tell(false))).toEqual(['burst']);
+  });
+
+  it("counts another instance's calls in no burst begun by an exchange its instance's table failed", () => {
+    const tell = (unknown: boolean) => {
+      const story = new Story(erring);
+      if (unknown) story.fault('i0', 0);
+      story.failed('i0', 0, 'error', { latencyMs: 2000 });
+      for (const [instance, at] of [
+        ['i1', 100],
+        ['i2', 200],
+        ['i1', 300],
+      ] as const)
+        story.failed(instance, at, 'error', { latencyMs: 20 });
+      return story.record();
+    };
+
+    expect(judge(tell(true))).toEqual([]);
+    expect(broken(tell(false))).toEqual(['burst']);
+  });
+
   it("excuses a caller whose table or pepper failed it, a holder that died, the key's item tampered with, a rotation", () => {
     const tell = (trouble: (story: Story) => void, third: AskOptions = {}) => {
       const story = new Story(erring);

@@ -160,7 +160,7 @@ export const answerInvariants: readonly Invariant[] = [
             const within = outlived && typeof stated === typeof due && Number(stated) >= Number(sinceSent) && Number(stated) <= Number(due);
             if (!same(stated, due) && !within)
               fault = `states ${JSON.stringify(stated)} where ${JSON.stringify(due)} is due ${age} ms after receipt`;
-          } else fault = copyFieldFault(stated, given, age, facts.spread, outlived ? issued.issuedAt - issued.call.sentAt : 0);
+          } else fault = copyFieldFault(stated, given, age, facts.spread, issued.issuedAt - facts.datedFrom(issued));
           if (fault) flag(answer.answeredAt, `${describe(asked)} with ${issued.token}: ${name} ${fault}`);
         }
       }
@@ -188,7 +188,7 @@ export const answerInvariants: readonly Invariant[] = [
         if (got) flag(answer.answeredAt, `${where}, though its own call got ${String(got.token)}`);
         const { life } = issued;
         // Dated from its send (an exchange that outlived its request), a token goes stale up to that much early.
-        const early = facts.outlived(issued) ? issued.issuedAt - issued.call.sentAt : 0;
+        const early = issued.issuedAt - facts.datedFrom(issued);
         if (answer.header === 'stale' && !(life.kept && age >= life.staleMs - slack - early))
           flag(answer.answeredAt, `${where}, not stale by the answerer's clock`);
         // A token that cannot be kept has no phases: whom it may reach is `unkept token`'s.

@@ -29,7 +29,7 @@ function heldIn(facts: Facts, call: IdpCall, phase: 'fresh' | 'refresh'): Issued
   return facts.tokensAlive(call.key, call.sentAt).find((issued) => {
     if (!issued.life.kept) return false;
     // A token whose exchange outlived its request may be dated at its send (as for `expires_in`): as old as that, it may be fresh no longer.
-    const age = call.sentAt - (phase === 'fresh' && facts.outlived(issued) ? issued.call.sentAt : issued.issuedAt);
+    const age = call.sentAt - (phase === 'fresh' ? facts.datedFrom(issued) : issued.issuedAt);
     const slack = facts.slack(issued.receiver, call.instance);
     const inPhase =
       phase === 'fresh' ? age < issued.life.refreshMs - slack : age >= issued.life.refreshMs + slack && age < issued.life.staleMs - slack;

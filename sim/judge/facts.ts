@@ -256,6 +256,11 @@ export class Facts {
     return (this.answers.get(issued.call.request)?.answeredAt ?? Infinity) < issued.call.endedAt;
   }
 
+  /** The earliest moment a token may be dated at: its call's send if its exchange outlived its request, else its receipt. */
+  datedFrom(issued: Issued): number {
+    return this.outlived(issued) ? issued.call.sentAt : issued.issuedAt;
+  }
+
   /**
    * When the fleet could surely read a token from the table: its receiver answered the request that got it
    * with no faulty table call or pepper read in between ("Every outcome a request meets is published").

@@ -175,7 +175,7 @@ export const failureInvariants: readonly Invariant[] = [
             !replaced &&
             !unsighted &&
             limit !== undefined &&
-            at - issued.issuedAt + facts.slack(issued.receiver, instance) < limit &&
+            at - facts.datedFrom(issued) + facts.slack(issued.receiver, instance) < limit &&
             facts.rejectedAfter(key.id, instance, issued.issuedAt, at) === undefined &&
             !closeAfterRejection(facts, issued) &&
             facts.heldSurely(instance, issued, asked.arrivedAt, at) !== undefined

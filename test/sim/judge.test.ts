@@ -1005,6 +1005,24 @@ describe('stale if error', () => {
     expect(broken(past)).toEqual(['stale if error']);
   });
 
+  it('owes a copy whose exchange outlived its request only until 10 s before expiry as dated from its send (seed 1697083292@600)', () => {
+    const tell = (outlived: boolean) => {
+      const story = new Story();
+      const first = story.miss('i0', 0).token;
+      // Sent at 55 s, its token received at 58 s: a refresh ahead (its request answered at once) may be dated from its send.
+      if (outlived) {
+        const request = story.ask('i0', 55_000);
+        story.call(request, 'token', { latencyMs: 3000 });
+        story.answer(request, 55_000, { status: 200, header: 'hit', token: first, expiresIn: 45 });
+      } else story.miss('i0', 55_000, { latencyMs: 3000 });
+      story.failed('i1', 146_000, 'error');
+      return story.record();
+    };
+
+    expect(judge(tell(true))).toEqual([]);
+    expect(broken(tell(false))).toEqual(['stale if error']);
+  });
+
   it('owes no copy an old item written back after its receipt hid, even before its request was answered', () => {
     const tell = (replayAt: number) => {
       const story = new Story();

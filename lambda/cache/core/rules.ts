@@ -85,6 +85,14 @@ export function cutShort(failure: Remembered, budgetMs: number, upstreamTimeoutM
   return failure.code === 'upstream_timeout' && budgetMs < upstreamTimeoutMs - upstreamTimeoutMs / 25;
 }
 
+/**
+ * Whether a request outlasts a remembered timeout (Bursts): the exchange timed out after the request came, and
+ * more than the take-over margin of the request's deadline is left: its own exchange could still answer in time.
+ */
+export function outlastsTimeout(failure: Remembered, arrivedAt: EpochMs, leftMs: number, marginMs: number): boolean {
+  return failure.code === 'upstream_timeout' && happenedAt(failure) > arrivedAt && leftMs > marginMs;
+}
+
 /** When a remembered failure (not a hold) happened, by its writer's clock. */
 export function happenedAt(failure: Remembered): EpochMs {
   return epochMs(failure.until - (REMEMBERED_MS[failure.code as keyof typeof REMEMBERED_MS] ?? 0));

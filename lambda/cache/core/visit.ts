@@ -28,6 +28,7 @@ import {
   type KeyView,
   laterRejection,
   longer,
+  outlastsTimeout,
   receivedSince,
   proves,
   type Rejection,
@@ -449,9 +450,9 @@ function sighted(visit: Visit, claim: ClaimFacts): Visit {
 function outlasted(visit: Visit, ended: Ended, now: Now): boolean {
   if (ended.outcome.kind !== 'failure' || ended.outcome.failure.code !== 'upstream_timeout') return false;
   if (visit.outlasts.includes(ended.holder)) return true;
-  const before = visit.mirror?.ended;
-  const since = before ? !before.some((one) => one.holder === ended.holder) : happenedAt(ended.outcome.failure) > visit.ask.arrivedAt;
-  return since && visit.ask.deadline - now.mono > visit.settings.dominanceMs;
+  const [before, leftMs, marginMs] = [visit.mirror?.ended, visit.ask.deadline - now.mono, visit.settings.dominanceMs];
+  if (!before) return outlastsTimeout(ended.outcome.failure, visit.ask.arrivedAt, leftMs, marginMs);
+  return !before.some((one) => one.holder === ended.holder) && leftMs > marginMs;
 }
 
 function sameReceipt(a: Entry, b: Entry): boolean {

@@ -18,9 +18,11 @@ import {
   inForce,
   isHold,
   isRemembered,
+  type KeyView,
   laterRejection,
   longer,
   NO_REJECTION,
+  outlastsTimeout,
   type Rejection,
   remember,
 } from '../core/rules';
@@ -91,8 +93,7 @@ export class TokenCache {
     const found = this.memory.peek(key);
     const now = this.runtime.epoch();
     const holdKeys = holdKeysOf(request, ask.tokenUrl);
-    const view = this.memory.view(found, this.memory.hold(holdKeys, now), now);
-    const plan = decide(view, ask, now);
+    const plan = decide(this.view(found, holdKeys, ask, now), ask, now);
     switch (plan.act) {
       case 'answer':
         // With the table, a copy answered from memory is checked against the table every 30 s: a newer token there replaces it.
@@ -143,6 +144,15 @@ export class TokenCache {
         return this.answer(await this.start(key, slot, plan.refresh, ask, request), ask, slot);
       }
     }
+  }
+
+  /** What memory shows this request of the key: a timeout it outlasts was that exchange's deadline, not its own. */
+  private view(slot: Slot | undefined, holdKeys: readonly string[], ask: CacheAsk, now: EpochMs): KeyView {
+    const view = this.memory.view(slot, this.memory.hold(holdKeys, now), now);
+    const { failure } = view;
+    if (failure && outlastsTimeout(failure, ask.arrivedAt, ask.deadline.leftMs(), this.settings.dominanceMs))
+      return { ...view, failure: undefined };
+    return view;
   }
 
   /** The outcome of a request whose deadline passed while it waited: a timeout of its own, which nobody remembers; what memory keeps may stand in. */
@@ -204,7 +214,7 @@ export class TokenCache {
           requestText: requestText(request, ask.tokenUrl),
           holdKeys,
           clientHoldKey: earnedHoldKey(request, ask.tokenUrl),
-          memory: this.memory.view(slot, this.memory.hold(holdKeys, now), now),
+          memory: this.view(slot, holdKeys, ask, now),
           rejection: slot.rejection,
           rejectedAt: () => slot.rejection.at,
           vouched: vouched(request),

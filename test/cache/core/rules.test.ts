@@ -18,6 +18,7 @@ import {
   laterRejection,
   longer,
   NO_REJECTION,
+  outlastsTimeout,
   outlivesRejection,
   type Plan,
   proves,
@@ -250,6 +251,23 @@ describe('cutShort', () => {
 
   it('never counts another failure as cut short, however little time its exchange had', () => {
     expect([cutShort(failure, 100, 5000), cutShort(hold, 100, 5000)]).toEqual([false, false]);
+  });
+});
+
+describe('outlastsTimeout', () => {
+  // A timeout remembered until NOW happened at(-1000).
+  const timeout: Remembered = { code: 'upstream_timeout', until: NOW };
+
+  it('lets a request that came before a timeout, with more than the margin left, outlast it', () => {
+    expect([outlastsTimeout(timeout, at(-1001), 101, 100), outlastsTimeout(timeout, at(-1001), 100, 100)]).toEqual([true, false]);
+  });
+
+  it('binds a request that came at or after it, whatever it has left', () => {
+    expect([outlastsTimeout(timeout, at(-1000), 5000, 100), outlastsTimeout(timeout, at(-999), 5000, 100)]).toEqual([false, false]);
+  });
+
+  it('lets no request outlast another failure', () => {
+    expect([outlastsTimeout(failure, at(-5000), 5000, 100), outlastsTimeout(hold, at(-70_000), 5000, 100)]).toEqual([false, false]);
   });
 });
 

@@ -128,6 +128,37 @@ describe('TOKEN_CACHE=memory', () => {
   });
 });
 
+describe('TOKEN_CACHE=memory, a timeout remembered', () => {
+  // A 500 ms deadline: the take-over margin is its fifth, 100 ms.
+  const FAST = cacheSettings(500);
+
+  /** A request that met the IdP's silence for its whole deadline: remembered for 1 s, dated at that deadline. */
+  async function timedOut(cache: TokenCache): Promise<void> {
+    server.answer(after(1500, json(200, DEMO_TOKEN)));
+    await expect(cache.resolve(ask(500))).rejects.toMatchObject({ code: 'upstream_timeout' });
+    server.answer(json(200, DEMO_TOKEN));
+  }
+
+  it('is no answer to a request that came before it and outlasts it by more than the margin: that request asks the IdP (seed 1523688207@600)', async () => {
+    const cache = new TokenCache(undefined, runtime, FAST);
+    await timedOut(cache);
+
+    const outlasting = await cache.resolve(ask(500, { arrivedAt: epochMs(wall - 100) }));
+
+    expect(outlasting.header).toBe('miss');
+    expect(server.received).toHaveLength(2);
+  });
+
+  it('answers a request that came after it, or that has no more than the margin left', async () => {
+    const cache = new TokenCache(undefined, runtime, FAST);
+    await timedOut(cache);
+
+    await expect(cache.resolve(ask(500, { arrivedAt: epochMs(wall + 1) }))).rejects.toMatchObject({ code: 'upstream_timeout' });
+    await expect(cache.resolve(ask(90, { arrivedAt: epochMs(wall - 100) }))).rejects.toMatchObject({ code: 'upstream_timeout' });
+    expect(server.received).toHaveLength(1);
+  });
+});
+
 describe('TOKEN_CACHE=memory, a request that shares a fetch', () => {
   it('asks again when the fetch brought a token that cannot be kept, received before it came', async () => {
     // Prepare: the IdP answers in 300 ms with a 20 s token; the second request is dated after that answer.

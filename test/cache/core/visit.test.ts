@@ -885,6 +885,51 @@ describe("a waiter finds its holder's outcome", () => {
     expect(answerOf(run(sawAnother, [read(givenBack, 204), 206]).actions)).toBeUndefined();
   });
 
+  it('a timeout published since its last look binds it once no more than a fifth of its deadline is left', () => {
+    const timedOut = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_timeout', 1000) })] });
+    const outlasting = run(waitingOn({ deadline: monoMs(1153) }), [read(timedOut, 150), 152]);
+    const bound = run(waitingOn({ deadline: monoMs(1152) }), [read(timedOut, 150), 152]);
+
+    expect([answerOf(outlasting.actions), outlasting.visit.outlasts]).toEqual([undefined, ['other']]);
+    expect([answerOf(bound.actions), bound.visit.outlasts]).toEqual([expect.objectContaining({ kind: 'failure' }), []]);
+  });
+
+  it('a timeout it saw at an earlier look, dated before it came: never outlasted, however much is left', () => {
+    // A no-cache request takes no failure from before it came: it waits on the holder, and the timeout stays in the item.
+    const timedOut = [ended('other', { kind: 'failure', failure: failure('upstream_timeout', 999) })];
+    const first = run(start({ noCache: true }), [read(claimed({}, { ended: timedOut }), 0), 2], [tick(102), 102]);
+    const { visit } = run(first, [read(claimed({ beat: 1 }, { ended: timedOut }), 102), 104]);
+
+    expect(visit.outlasts).toEqual([]);
+    expect(visit.situation.kind).toBe('waiting');
+  });
+
+  it('a timeout published since its last look, beside an outcome it saw there: outlasted', () => {
+    const past = ended('past', { kind: 'failure', failure: failure('upstream_error', -500) });
+    const first = run(start(), [read(claimed({}, { ended: [past] }), 0), 2], [tick(102), 102]);
+    const timedOut = ended('other', { kind: 'failure', failure: failure('upstream_timeout', 1000) });
+    const { visit, actions } = run(first, [read(item({ ended: [past, timedOut] }), 150), 152]);
+
+    expect(visit.outlasts).toEqual(['other']);
+    expect(answerOf(actions)).toBeUndefined();
+  });
+
+  it('a timeout seen at its first look: outlasted only if dated after it came, with more than a fifth of its deadline left', () => {
+    const timedOut = (untilMs: number) =>
+      item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_timeout', untilMs) })] });
+    // The holds are read beside the item: it decides once both are in.
+    const look = (untilMs: number, deadlineMs = 5000) =>
+      run(start({ deadline: monoMs(deadlineMs) }), [read(timedOut(untilMs), 0), 1], [holds(undefined), 2]);
+    const [outlasting, cameAfter, short] = [look(1001), look(1000), look(1001, 1001)];
+
+    expect(outlasting.visit.outlasts).toEqual(['other']);
+    expect(answerOf(outlasting.actions)).toBeUndefined();
+    for (const bound of [cameAfter, short]) {
+      expect(bound.visit.outlasts).toEqual([]);
+      expect(answerOf(bound.actions)).toMatchObject({ kind: 'failure', failure: { code: 'upstream_timeout' } });
+    }
+  });
+
   it('a timeout it outlasts (published since its last look, with more than a fifth of its deadline left): no answer, it asks itself', () => {
     const timedOut = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_timeout', 1000) })] });
     const { visit, actions } = run(waitingOn(), [read(timedOut, 150), 152]);

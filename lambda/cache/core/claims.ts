@@ -60,7 +60,7 @@ export type Verdict = 'alive' | 'mark' | 'silent' | 'implausible' | 'dominated' 
  * is judged on this instance's clock alone, never by comparing dates: a beat higher than any seen of
  * that holder is a renewal; once this waiter's mark is in the item, a beat that does not carry it is
  * not the holder's (only an old copy written back lacks it). The holder's clock only refuses claims
- * from long ago, with the clocks' tolerance.
+ * from long ago, with the clocks' tolerance. `finished`: the holders whose outcome this waiter has read.
  */
 export function judge(
   watch: Watch,
@@ -70,6 +70,7 @@ export function judge(
   now: EpochMs,
   leftMs: number,
   settings: CacheSettings,
+  finished: readonly string[],
 ): { readonly watch: Watch; readonly verdict: Verdict } {
   const longest = settings.upstreamTimeoutMs + settings.callLimitMs + CLOCK_TOLERANCE_MS;
   if (claim.claimedAt > now + CLOCK_TOLERANCE_MS || claim.claimedAt < now - longest) return { watch, verdict: 'implausible' };
@@ -84,6 +85,12 @@ export function judge(
     return { watch, verdict: 'silent' };
   }
   const renewed = seen === undefined || claim.beat > seen;
+  // A new holder that neither took over the watched one nor follows its outcome replaced it by no renewal
+  // (an old copy written back): the silence goes on, so that a series of such copies delays no more than one.
+  const replaced =
+    seen === undefined && watch.current && !claim.lineage.includes(watch.current.holder) && !finished.includes(watch.current.holder)
+      ? watch.current.beatSeen
+      : undefined;
   const mark: Mark =
     current?.mark === 'sent' || current?.mark === 'unknown'
       ? claim.echoes.includes(self)
@@ -94,7 +101,7 @@ export function judge(
     holder: claim.holder,
     beat: renewed ? claim.beat : (seen as number),
     firstSeen: current?.firstSeen ?? read.endedAt,
-    beatSeen: renewed ? read.endedAt : (current as Watched).beatSeen,
+    beatSeen: renewed ? (replaced ?? read.endedAt) : (current as Watched).beatSeen,
     mark,
   };
   const next: Watch = {

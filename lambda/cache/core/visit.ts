@@ -223,6 +223,8 @@ export interface Visit {
   readonly outlasting: Outlasting | undefined;
   /** Holders seen renewing, or claiming anew, after this request arrived, and since when on this clock: their exchange still ran then. */
   readonly ranAfter: readonly (readonly [holder: string, at: EpochMs])[];
+  /** Holders whose outcome this visit has read: their exchange is over, so a claim of theirs read later is an old copy written back. */
+  readonly finished: readonly string[];
 }
 
 interface Outlasting {
@@ -277,6 +279,7 @@ export function startVisit(ask: VisitAsk, settings: CacheSettings, hedge: Hedge,
     appeared: [],
     sightings: [],
     ranAfter: [],
+    finished: [],
     outlasts: [],
     outlasting: undefined,
   };
@@ -372,7 +375,8 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
   let watch = known.watch;
   let verdict: Verdict | undefined;
   if (activity?.kind === 'claim') {
-    ({ watch, verdict } = judge(watch, activity.claim, read, visit.ask.holder, now.epoch, leftOf(visit, now), visit.settings));
+    const leftMs = leftOf(visit, now);
+    ({ watch, verdict } = judge(watch, activity.claim, read, visit.ask.holder, now.epoch, leftMs, visit.settings, known.finished));
   }
   const decided = { ...known, watch };
   const busy = (verdict === 'alive' || verdict === 'mark') && !visit.oversize;
@@ -434,7 +438,7 @@ function sighted(visit: Visit, claim: ClaimFacts): Visit {
   const last = visit.sightings.find((one) => one.holder === claim.holder);
   const sighting: Sighting = { holder: claim.holder, beat: claim.beat, at: visit.readAt };
   const sightings = [...visit.sightings.filter((one) => one !== last), sighting].slice(-visit.settings.kept.lineage);
-  if (!last || claim.beat <= last.beat) return { ...visit, sightings };
+  if (!last || claim.beat <= last.beat || visit.finished.includes(claim.holder)) return { ...visit, sightings };
   const ranAfter = [...visit.ranAfter.filter(([holder]) => holder !== claim.holder), [claim.holder, last.at] as const].slice(
     -visit.settings.kept.lineage,
   );
@@ -484,19 +488,23 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
         (!isHold(one.outcome.failure) && !outlasts.includes(one.holder) && one.outcome.failure.until > now.epoch),
     );
   const failure = latest?.outcome.kind === 'failure' ? latest.outcome.failure : failures.filter((one) => !isHold(one)).at(-1);
-  // A claim this visit had not seen, absent from what it saw before: written since, so its exchange runs after this request came.
+  // A claim this visit had not seen, absent from what it saw before, of no holder seen ended: written since, so its exchange
+  // runs after this request came.
   const claim = read.state?.activity.kind === 'claim' ? read.state.activity.claim : undefined;
   const before = visit.mirror?.activity;
   const fresh =
     claim &&
     visit.mirror &&
     !(before?.kind === 'claim' && before.claim.holder === claim.holder) &&
-    !visit.sightings.some((one) => one.holder === claim.holder);
+    !visit.sightings.some((one) => one.holder === claim.holder) &&
+    !visit.finished.includes(claim.holder);
+  const finished = [...visit.finished.filter((holder) => !ended.some((one) => one.holder === holder)), ...ended.map((one) => one.holder)];
   const ranAfter = fresh ? [...visit.ranAfter, [claim.holder, visit.readAt] as const].slice(-visit.settings.kept.lineage) : visit.ranAfter;
   const seen = candidates.reduce<Entry | undefined>(newest, undefined);
   return {
     ...visit,
     ranAfter,
+    finished: finished.slice(-visit.settings.kept.lineage),
     readAt: epochMs(now.epoch - (now.mono - read.startedAt)),
     priorReadAt: visit.readAt,
     appeared: visit.mirror

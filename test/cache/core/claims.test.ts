@@ -33,8 +33,8 @@ const claim = (parts: Partial<ClaimFacts> = {}): ClaimFacts => ({
 });
 /** A read that ran from `start` to `start + 2` on the waiter's monotonic clock. */
 const read = (start: number) => ({ startedAt: monoMs(start), endedAt: monoMs(start + 2) });
-const see = (watch: Watch, facts: ClaimFacts, start: number, leftMs = 4000, settings = SETTINGS) =>
-  judge(watch, facts, read(start), SELF, NOW, leftMs, settings);
+const see = (watch: Watch, facts: ClaimFacts, start: number, leftMs = 4000, settings = SETTINGS, finished: readonly string[] = []) =>
+  judge(watch, facts, read(start), SELF, NOW, leftMs, settings, finished);
 /** The watch of a waiter that first saw holder-a's beat 0 at read(0), with its mark as given. */
 const watching = (mark: Mark): Watch => marked(see(EMPTY_WATCH, claim(), 0).watch, mark);
 
@@ -130,10 +130,33 @@ describe('judge: silence', () => {
     });
   });
 
-  it('watches a new holder from the read that first saw it', () => {
-    const b = see(see(EMPTY_WATCH, claim(), 0).watch, claim({ holder: 'holder-b', beat: 4 }), 100);
+  it('watches a new holder that took over the watched one, or came after its outcome, from the read that first saw it', () => {
+    const a = see(EMPTY_WATCH, claim(), 0).watch;
+    const taker = see(a, claim({ holder: 'holder-b', beat: 4, lineage: ['holder-a'] }), 100);
+    const next = see(a, claim({ holder: 'holder-b', beat: 4 }), 100, 4000, SETTINGS, ['holder-a']);
 
-    expect(b.watch.current).toEqual({ holder: 'holder-b', beat: 4, firstSeen: monoMs(102), beatSeen: monoMs(102), mark: 'none' });
+    expect(taker.watch.current).toEqual({ holder: 'holder-b', beat: 4, firstSeen: monoMs(102), beatSeen: monoMs(102), mark: 'none' });
+    expect(next.watch.current).toEqual(taker.watch.current);
+  });
+
+  it('keeps the silence of a holder replaced by neither (an old copy written back): a series of them delays no more than one', () => {
+    const a = see(EMPTY_WATCH, claim(), 0).watch;
+    const b = see(a, claim({ holder: 'holder-b', lineage: ['holder-x'] }), 500, 4000, SETTINGS, ['holder-x']);
+
+    expect(b).toEqual({
+      verdict: 'alive',
+      watch: {
+        beats: [
+          ['holder-a', 0],
+          ['holder-b', 0],
+        ],
+        current: { holder: 'holder-b', beat: 0, firstSeen: monoMs(502), beatSeen: monoMs(2), mark: 'none' },
+        forged: [],
+      },
+    });
+    expect(see(b.watch, claim({ holder: 'holder-b' }), 2 + 750).verdict).toBe('silent');
+    // Its own renewal is one, from the read that saw it.
+    expect(see(b.watch, claim({ holder: 'holder-b', beat: 1 }), 700).watch.current?.beatSeen).toBe(monoMs(702));
   });
 
   it('counts a holder seen before at no higher beat as gone, though the watch names no current claim', () => {

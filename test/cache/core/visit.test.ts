@@ -871,6 +871,75 @@ describe("a waiter finds its holder's outcome", () => {
     expect(answerOf(run(waitingOn({ noCache: true }), [read(takenOverBefore, 150), 152]).actions)).toBeUndefined();
   });
 
+  it('for a no-cache request, no failure of a holder it saw end before its claim came back: old copies written back re-enact it (seed 1079769665)', () => {
+    const rejected = ended('old', { kind: 'failure', failure: failure('upstream_error', 900) });
+    const sawEnd = run(start({ noCache: true }), [read(claimed({ holder: 'first' }, { ended: [rejected] }), 0), 2], [tick(102), 102]);
+    const replayed = (beat: number) => read(claimed({ holder: 'old', beat }), 102);
+    const again = item({ ended: [rejected] });
+    const first = run(sawEnd, [replayed(0), 104], [tick(210), 210]);
+    const renewed = run(first, [read(claimed({ holder: 'old', beat: 1 }), 210), 212], [tick(320), 320]);
+
+    expect(answerOf(run(first, [read(again, 210), 212]).actions)).toBeUndefined();
+    expect(answerOf(run(renewed, [read(again, 320), 322]).actions)).toBeUndefined();
+    // Not seen ended first, the same claims are an exchange that ran after it came: its failure answers.
+    const unseen = run(start({ noCache: true }), [read(claimed({ holder: 'first' }), 0), 2], [tick(102), 102], [replayed(0), 104]);
+    expect(answerOf(run(unseen, [tick(210), 210], [read(again, 210), 212]).actions)).toMatchObject({ cause: 'exchange' });
+  });
+
+  it('for a no-cache request, what it read of ended holders stays known, each once, the last eight: an old claim of one is no exchange after it came', () => {
+    const failedAt = (holder: string) => ended(holder, { kind: 'failure', failure: failure('upstream_error', 900) });
+    // Looks 110 ms apart (it polls every 100 ms at most), each at a claim of 'first' beside the outcomes of `holders`.
+    const reads = (...lists: string[][]) =>
+      lists.reduce(
+        (step, holders, index) =>
+          run(
+            step,
+            [tick(110 * index), 110 * index],
+            [read(claimed({ holder: 'first' }, { ended: holders.map(failedAt) }), 110 * index), 110 * index + 2],
+          ),
+        start({ noCache: true }),
+      );
+    // Then the claim of `holder` written back, then its failure: answered only if the visit forgot the holder.
+    const replayed = (step: Step, holder: string) =>
+      answerOf(
+        run(
+          step,
+          [tick(330), 330],
+          [read(claimed({ holder }), 330), 332],
+          [tick(440), 440],
+          [read(item({ ended: [failedAt(holder)] }), 440), 442],
+        ).actions,
+      );
+    const twelve = reads(['h1', 'h2', 'h3', 'h4'], ['h5', 'h6', 'h7', 'h8'], ['h9', 'h10', 'h11', 'h12']);
+
+    expect(replayed(reads(['x', 'a', 'b', 'c'], ['a', 'b', 'c', 'd'], ['a', 'b', 'c', 'd']), 'x')).toBeUndefined();
+    expect(replayed(twelve, 'h5')).toBeUndefined();
+    expect(replayed(twelve, 'h4')).toMatchObject({ cause: 'exchange' });
+  });
+
+  it('counts a claim as run after it came when first read after its first look, not a holder it saw before, back at the same beat', () => {
+    const { visit } = run(
+      start({ noCache: true }),
+      [read(claimed({ holder: 'a' }), 0), 2],
+      [tick(110), 110],
+      [read(claimed({ holder: 'b' }), 110), 112],
+      [tick(220), 220],
+      [read(claimed({ holder: 'a' }), 220), 222],
+    );
+
+    // Since the look before: it was written in between.
+    expect(visit.ranAfter).toEqual([['b', epoch(0)]]);
+  });
+
+  it('for a no-cache request, no renewal in a claim read again at the same beat: only a higher one ran after it came', () => {
+    const old = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', 900) })] });
+    const twice = run(waitingOn({ noCache: true }), [read(claimed(), 102), 104], [tick(210), 210]);
+    const renewed = run(waitingOn({ noCache: true }), [read(claimed({ beat: 1 }), 102), 104], [tick(210), 210]);
+
+    expect(answerOf(run(twice, [read(old, 210), 212]).actions)).toBeUndefined();
+    expect(answerOf(run(renewed, [read(old, 210), 212]).actions)).toMatchObject({ cause: 'exchange' });
+  });
+
   it('for a no-cache request, no failure of a taker whose claim it saw before the holder that taker displaced ran again (seed 18115)', () => {
     // It came while 'taker' ran (taken over from 'old'); the taker failed just before it came and gave 'old' its claim back.
     const givenBack = item({

@@ -387,6 +387,19 @@ describe('store, from an outcome', () => {
     memory.store('k', slot, 'hold', failed(serverError(1000), { cause: 'deadline' }), true, at(5));
     expect(slot.refreshTriedAt).toBe(at(5));
   });
+
+  it('notes no refresh tried when a hold held it back: it goes once the hold ends, without the pause (seed 446456019)', () => {
+    const memory = tier();
+    const slot = memory.slot('k');
+
+    memory.store('k', slot, 'hold', failed(hold(500), { cause: 'hold' }), true, NOW);
+
+    expect(slot.refreshTriedAt).toBe(-Infinity);
+    expect([memory.view(slot, undefined, at(499)), memory.view(slot, undefined, at(500))]).toMatchObject([
+      { hold: hold(500), refreshing: false },
+      { hold: undefined, refreshing: false },
+    ]);
+  });
 });
 
 describe('looked, after a look in the table', () => {

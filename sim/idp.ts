@@ -2,7 +2,7 @@ import type { Deadline } from '../lambda/clock';
 import { upstreamFailure } from '../lambda/errors';
 import type { Exchange } from '../lambda/cache/shell/idp';
 import type { IdpAnswer, IdpCall, IdpOutcome, IdpPhase, SimKey } from './record';
-import type { Owner, World } from './world';
+import { instant, type Owner, type World } from './world';
 
 /**
  * An identity provider in simulated time, whose latency and answer are functions of the time a request
@@ -35,7 +35,7 @@ export class SimIdp {
         const sentAt = this.world.now;
         const budgetMs = deadline.leftMs();
         const phase = this.phaseAt(sentAt);
-        const latencyMs = phase.minMs + this.random() * (phase.maxMs - phase.minMs);
+        const latencyMs = instant(phase.minMs + this.random() * (phase.maxMs - phase.minMs));
         const answer: IdpAnswer = key.authentic || phase.answer.kind !== 'token' ? phase.answer : { kind: 'reject' };
         const inTime = latencyMs <= budgetMs;
         const endedAt = sentAt + (inTime ? latencyMs : budgetMs);

@@ -45,3 +45,22 @@ describe('a frozen owner', () => {
     expect(ran).toEqual(expected);
   });
 });
+
+describe('simulated time', () => {
+  it('keeps times on a grid where a deadline 5 s after an arrival lands exactly 5 s after it (seed 2003866133)', async () => {
+    const world = new World();
+    const seen: number[] = [];
+    // As a runtime's timers do: a deadline on an instance's own clock, waited for from a later moment.
+    const mono = (at: number) => at + 747_424;
+    world.schedule(11_189.900036153944, undefined, () => {
+      const arrival = world.now;
+      const deadline = mono(arrival) + 5000;
+      world.schedule(12_219.468696873142, undefined, () => {
+        world.schedule(world.now + (deadline - mono(world.now)), undefined, () => seen.push(world.now - arrival));
+      });
+    });
+    await world.run(Infinity);
+
+    expect(seen).toEqual([5000]);
+  });
+});

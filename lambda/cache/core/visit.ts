@@ -459,6 +459,11 @@ function outlasted(visit: Visit, ended: Ended, now: Now): boolean {
   return !before.some((one) => one.holder === ended.holder) && leftMs > marginMs;
 }
 
+/** `list` with `added` moved to its end, each holder once, the newest `limit` kept. */
+function remembered(list: readonly string[], added: readonly string[], limit: number): readonly string[] {
+  return [...list.filter((holder) => !added.includes(holder)), ...added].slice(-limit);
+}
+
 function sameReceipt(a: Entry, b: Entry): boolean {
   return a.receivedAt === b.receivedAt && a.receivedBy === b.receivedBy;
 }
@@ -498,13 +503,13 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
     !(before?.kind === 'claim' && before.claim.holder === claim.holder) &&
     !visit.sightings.some((one) => one.holder === claim.holder) &&
     !visit.finished.includes(claim.holder);
-  const finished = [...visit.finished.filter((holder) => !ended.some((one) => one.holder === holder)), ...ended.map((one) => one.holder)];
+  const endedHolders = ended.map((one) => one.holder);
   const ranAfter = fresh ? [...visit.ranAfter, [claim.holder, visit.readAt] as const].slice(-visit.settings.kept.lineage) : visit.ranAfter;
   const seen = candidates.reduce<Entry | undefined>(newest, undefined);
   return {
     ...visit,
     ranAfter,
-    finished: finished.slice(-visit.settings.kept.lineage),
+    finished: remembered(visit.finished, endedHolders, visit.settings.kept.lineage),
     readAt: epochMs(now.epoch - (now.mono - read.startedAt)),
     priorReadAt: visit.readAt,
     appeared: visit.mirror
@@ -516,7 +521,7 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
     seen,
     // The same receipt, whichever copy stands for it (memory's own wins a tie with the item's); else `seen` is the one seen before.
     seenInItem: seen !== undefined && ((shown !== undefined && sameReceipt(seen, shown)) || visit.seenInItem),
-    outlasts: [...visit.outlasts.filter((holder) => !outlasts.includes(holder)), ...outlasts].slice(-visit.settings.kept.ended),
+    outlasts: remembered(visit.outlasts, outlasts, visit.settings.kept.ended),
     tableFailure: fromFleet(failure, now.epoch),
     // A hold seen in an earlier read stays known though a later write left it out: a hold is never shortened.
     tableHold: failures

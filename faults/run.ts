@@ -166,9 +166,10 @@ async function runScenario(campaign: Campaign, scenario: Scenario, index: number
   const replay = scenario.replay;
   if (replay) await command(replayer, { kind: 'record' });
   proxy.set(scenario.table);
-  // Warm under the row's table and IdP, each instance with a key of its own: what it has lately seen is what it meets.
+  // Warm under the row's table and IdP, each instance with a client id of its own that the IdP answers as the row's key
+  // 0 (its name ends in `-k0`): what it has lately seen, the IdP's pace included, is what it meets.
   idp.play(scenario.idp, Date.now());
-  await Promise.all(MODES.flatMap((mode) => fleets[mode].map((instance, i) => askOne(idp, instance, `s${index}-${mode}-warm${i}`))));
+  await Promise.all(MODES.flatMap((mode) => fleets[mode].map((instance, i) => askOne(idp, instance, `s${index}-${mode}-warm${i}-k0`))));
   // Each group of modes works at once against the IdP's script, from the group's own start.
   for (const modes of scenario.alone ? MODES.map((mode) => [mode]) : [MODES]) {
     const startedAt = Date.now();

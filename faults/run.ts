@@ -259,7 +259,11 @@ const events = new Map<string, APIGatewayProxyEventV2>();
 function eventFor(idp: ScriptedIdp, clientId: string): APIGatewayProxyEventV2 {
   const known = events.get(clientId);
   if (known) return known;
-  const event = tokenEvent({ client_id: clientId, client_secret: 'faults-secret', access_token_url: idp.tokenUrl });
+  // Each row's IdP at a path of its own: an instance's memory of the IdP's pace (the hedge's) does not carry over from a
+  // row with another IdP, as its client ids do not.
+  const row = /^s\d+-/.exec(clientId)?.[0];
+  const tokenUrl = row ? `${idp.origin}/${row.slice(0, -1)}/token` : idp.tokenUrl;
+  const event = tokenEvent({ client_id: clientId, client_secret: 'faults-secret', access_token_url: tokenUrl });
   events.set(clientId, event);
   return event;
 }

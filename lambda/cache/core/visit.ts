@@ -86,9 +86,10 @@ export type VisitEvent =
   | { readonly kind: 'held'; readonly hold: Remembered }
   /**
    * The time `at` the visit asked to be woken at came. Timers may go off a hair early (whole-millisecond
-   * loops, rounding): a tick counts as at least `at`, so what was due then is done.
+   * loops, rounding): a tick counts as at least `at`, so what was due then is done. `hedgeMs`: the hedge
+   * (from the visit's start) that what the table has been answering in lately calls for now (hedgeFor).
    */
-  | { readonly kind: 'tick'; readonly at: MonoMs };
+  | { readonly kind: 'tick'; readonly at: MonoMs; readonly hedgeMs: number };
 
 export type VisitAction =
   | { readonly kind: 'read' }
@@ -174,7 +175,8 @@ type Situation =
 export interface Visit {
   readonly ask: VisitAsk;
   readonly settings: CacheSettings;
-  /** How long this visit waits on the table before it asks the IdP anyway (settings.ts, hedgeFor). */
+  /** When the visit started, and how long it waits on the table before it asks the IdP anyway (settings.ts, hedgeFor). */
+  readonly startedAt: MonoMs;
   readonly hedgeMs: number;
   /** The latest its hedge may stretch to once the table answers slowly: the IdP's room in the deadline. */
   readonly hedgeCapAt: MonoMs;
@@ -252,6 +254,7 @@ export function startVisit(ask: VisitAsk, settings: CacheSettings, hedge: Hedge,
   const visit: Visit = {
     ask,
     settings,
+    startedAt: now.mono,
     hedgeMs: hedge.ms,
     hedgeCapAt: monoMs(now.mono + hedge.capMs),
     situation: { kind: 'reading', hedgeAt: monoMs(now.mono + hedge.ms) },
@@ -344,7 +347,7 @@ export function step(visit: Visit, event: VisitEvent, now: Now): Step {
     case 'held':
       return heldBack(visit, event.hold, now);
     case 'tick':
-      return tick(visit, { epoch: now.epoch, mono: monoMs(Math.max(now.mono, event.at)) });
+      return tick(visit, { epoch: now.epoch, mono: monoMs(Math.max(now.mono, event.at)) }, event.hedgeMs);
   }
 }
 
@@ -1024,16 +1027,21 @@ function landed(visit: Visit, which: 'key' | 'hold', now: Now): Step {
 
 // ---- Time -----------------------------------------------------------------------------------------
 
-function tick(visit: Visit, now: Now): Step {
+function tick(visit: Visit, now: Now, hedgeMs: number): Step {
   const { situation } = visit;
   if (!visit.answered && now.mono >= visit.ask.deadline) return atDeadline(visit, now);
   switch (situation.kind) {
-    case 'reading':
-      if (now.mono < situation.hedgeAt) return nothing(visit);
+    case 'reading': {
+      const hedgeAt = situation.read ? situation.hedgeAt : stretched(visit, situation.hedgeAt, hedgeMs);
+      if (now.mono < hedgeAt) return nothing({ ...visit, situation: { ...situation, hedgeAt } });
       // The holds did not come within the hedge: the key's item decides alone.
       return situation.read ? consider({ ...visit, holds: { kind: 'failed' } }, situation.read, now) : withoutTable(visit, now);
-    case 'claiming':
-      return !situation.exchange && now.mono >= situation.hedgeAt ? hedged(visit, now) : nothing(visit);
+    }
+    case 'claiming': {
+      if (situation.exchange) return nothing(visit);
+      const hedgeAt = stretched(visit, situation.hedgeAt, hedgeMs);
+      return now.mono < hedgeAt ? nothing({ ...visit, situation: { ...situation, hedgeAt } }) : hedged(visit, now);
+    }
     case 'claimed':
       return now.mono >= situation.hedgeAt ? startExchange(visit, now, true) : nothing(visit);
     case 'holding':
@@ -1051,6 +1059,14 @@ function tick(visit: Visit, now: Now): Step {
     default:
       return nothing(visit);
   }
+}
+
+/**
+ * A hedge that came while the key's item or the claim was still out, once the table answered slower calls since it was
+ * set (a loaded table, not a hung one): it follows them from the visit's start, within its cap (Bursts' one IdP request).
+ */
+function stretched(visit: Visit, hedgeAt: MonoMs, hedgeMs: number): MonoMs {
+  return monoMs(Math.max(hedgeAt, Math.min(visit.hedgeCapAt, visit.startedAt + hedgeMs)));
 }
 
 /** The hedge passed while a claim was out: ask the IdP, unless a hold known meanwhile forbids it. */

@@ -94,7 +94,7 @@ const failure = (code: Remembered['code'], untilMs: number): Remembered => ({ co
 const ended = (holder: string, outcome: Ended['outcome'], lineage: readonly string[] = []): Ended => ({ holder, lineage, outcome });
 const answeredBy = (holder: string, receivedMs: number, token: StoredToken | 'kept' | 'unshared' = 'kept', untilMs = 5000): Ended =>
   ended(holder, { kind: 'answered', receivedAt: epoch(receivedMs), until: epoch(untilMs), answerBy: epoch(untilMs), token });
-const tick = (ms: number): VisitEvent => ({ kind: 'tick', at: monoMs(ms) });
+const tick = (ms: number, hedgeMs = HEDGE_MS): VisitEvent => ({ kind: 'tick', at: monoMs(ms), hedgeMs });
 const gotToken = (entry: Entry): VisitEvent => ({ kind: 'exchanged', result: { token: entry } });
 const gotFailure = (failed: Remembered): VisitEvent => ({ kind: 'exchanged', result: { failure: failed } });
 
@@ -210,6 +210,29 @@ describe('a read of the key', () => {
     // The read's own time, from its start: one sent at 100 that answered at 400 took 300 ms.
     const lateRead: VisitEvent = { kind: 'read', read: { ...readOf(undefined, 100, UNVERSIONED), endedAt: monoMs(400) } };
     expect(wakeAt(run(start({}, 0, 1250), [lateRead, 400]).visit)).toBe(1000);
+  });
+
+  it('follows what the table answered in while its read is out: a loaded table stretches the hedge within its cap, a hung one not', () => {
+    const out = start({}, 0, 1250);
+    // At the hedge, the table has since answered other calls of this instance slower: 2.5 times them, from the visit's start.
+    const loaded = run(out, [tick(HEDGE_MS, 750), HEDGE_MS]);
+    expect([loaded.actions, wakeAt(loaded.visit)]).toEqual([[], 750]);
+    expect(kinds(run(loaded, [tick(750, 750), 750]).actions)).toEqual(['exchange']);
+    expect(wakeAt(run(out, [tick(HEDGE_MS, 4000), HEDGE_MS]).visit)).toBe(1250);
+    // No slower answers (a hung table answers none): the hedge stands, and the IdP is asked.
+    expect(kinds(run(out, [tick(HEDGE_MS, HEDGE_MS), HEDGE_MS]).actions)).toEqual(['exchange']);
+    // Its read back, the holds still out: they are not what the hedge waits for.
+    const holdsOut = run(start({}, 0, 1250), [read(undefined, 0, UNVERSIONED), 2], [wrote('claim', WON), 3]);
+    expect(kinds(run(holdsOut, [tick(SETTINGS.hedge.minMs + 3, 750), SETTINGS.hedge.minMs + 3]).actions)).toEqual(['exchange']);
+  });
+
+  it('follows what the table answered in while its claim is out, from the visit start, within its cap', () => {
+    const claiming = run(start({}, 0, 1250), [read(undefined, 0, UNVERSIONED), 2]);
+    const loaded = run(claiming, [tick(HEDGE_MS, 900), HEDGE_MS]);
+    expect([loaded.actions, wakeAt(loaded.visit)]).toEqual([[], 900]);
+    expect(kinds(run(loaded, [tick(900, 900), 900]).actions)).toEqual(['exchange']);
+    expect(wakeAt(run(claiming, [tick(HEDGE_MS, 5000), HEDGE_MS]).visit)).toBe(1250);
+    expect(kinds(run(claiming, [tick(HEDGE_MS, 100), HEDGE_MS]).actions)).toEqual(['exchange']);
   });
 
   it('once its claim is held, waits for holds a slow table still owes no more than the shortest hedge (seed 1149677536)', () => {

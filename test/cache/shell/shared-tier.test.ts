@@ -246,6 +246,66 @@ describe("the shared tier's hedge", () => {
     };
   }
 
+  it('stretches a hedge that comes while its read is out once another read of this instance answered slower meanwhile', async () => {
+    // Prepare: a tier whose reads took 100 ms (a hedge of 250 ms, the IdP instant: room for 2.5 s). Reads then wait for
+    // the test: request Y's until released, request X's never.
+    const clock = manualClock(Date.now());
+    const manual: Runtime = { ...clock, instance: 'i-paced', id: () => randomBytes(9).toString('base64url') };
+    const dynamo = dynamoDbTable(table.tableName, SETTINGS.callLimitMs, manual);
+    let phase: 'warm' | 'gated' | 'stuck' = 'warm';
+    const gated: (() => void)[] = [];
+    let answered = 0;
+    const pacedTable: Table = {
+      calls: (report) => {
+        const calls = dynamo.calls(report);
+        return {
+          get: async (itemKey) => {
+            if (phase === 'stuck') return new Promise<never>(() => undefined);
+            if (phase === 'warm') {
+              clock.advance(100);
+              return calls.get(itemKey);
+            }
+            await new Promise<void>((resolve) => gated.push(resolve));
+            return calls.get(itemKey).finally(() => answered++);
+          },
+          put: (itemKey, state, expected, rev) => calls.put(itemKey, state, expected, rev),
+        };
+      },
+    };
+    const shared = await loaded(PEPPER_SECRET, { table: pacedTable, runtime: manual });
+    const on = (parts: Partial<SharedAsk> = {}) => ask({ deadline: Deadline.after(manual, 5000), arrivedAt: manual.epoch(), ...parts });
+    await shared.fetch(on());
+    phase = 'gated';
+    void shared.fetch(on());
+    await settle();
+    clock.advance(200);
+    phase = 'stuck';
+    let xAsked = 0;
+    const exchange = async () => {
+      xAsked++;
+      return TOKEN;
+    };
+    void shared.fetch(on({ exchange }));
+    await settle();
+
+    // Act: Y's reads answer after 320 ms, before X's hedge (450); X's hedge then follows them: 2.5 x 320 from X's start.
+    clock.advance(120);
+    const released = gated.splice(0);
+    for (const release of released) release();
+    while (answered < released.length) await settle();
+    clock.advance(130);
+    await settle();
+    const atFirstHedge = xAsked;
+    clock.advance(549);
+    await settle();
+    const justBefore = xAsked;
+    clock.advance(1);
+    await settle();
+
+    // Assess
+    expect([atFirstHedge, justBefore, xAsked]).toEqual([0, 0, 1]);
+  });
+
   it('waits on a slow table as long as a slow IdP leaves room, and forgets the IdP of the token URL asked least recently past its bound', async () => {
     // Prepare: reads of 400 ms (800 when two overlap) and an IdP of 3.5 s at A leave 625 ms of the deadline for the hedge.
     // Past the bound the IdP at A is unknown again (taken to use half the deadline, which leaves 1875 ms): the hedge is

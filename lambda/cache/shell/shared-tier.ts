@@ -127,7 +127,7 @@ export class SharedTier {
         runtime.sleep(set.at - runtime.mono(), set.cancel.signal).then(
           () => {
             if (alarm === set) alarm = undefined;
-            // What the table has been answering in since the visit began may stretch its hedge (a loaded table, not a hung one).
+            // What the table has lately answered in, calls that answered while the visit waited included, may stretch its hedge.
             const { ms: hedgeMs } = hedgeFor(settings, this.tableAnswers.recent(runtime.epoch()), this.idpMs(ask.tokenUrl));
             feed({ kind: 'tick', at: set.at, hedgeMs });
           },

@@ -5,10 +5,10 @@ import type { Remembered } from '../../../lambda/cache/core/rules';
 import { cacheSettings } from '../../../lambda/cache/core/settings';
 import { secretsManagerPepper } from '../../../lambda/cache/shell/pepper';
 import { type Runtime, type SharedAsk, SharedTier } from '../../../lambda/cache/shell/shared-tier';
-import { dynamoDbTable, type Table } from '../../../lambda/cache/shell/table-calls';
+import { dynamoDbTable, type Table, type TableCalls } from '../../../lambda/cache/shell/table-calls';
 import type { CacheReport } from '../../../lambda/cache/report';
 import { upstreamFailure } from '../../../lambda/errors';
-import { manualClock, settle } from '../../support/manual-clock';
+import { type ManualClock, manualClock, settle } from '../../support/manual-clock';
 import { PEPPER_SECRET, type SharedTable, startSharedTable } from '../../support/shared-table';
 
 // The shared tier driven directly over dynalite and the Secrets Manager stand-in, for what a request
@@ -198,31 +198,44 @@ describe('the shared tier without its pepper', () => {
 });
 
 describe("the shared tier's hedge", () => {
+  /** A tier over the table on a manual clock, named `instance`, whose reads go through `read` (given the table's own). */
+  async function manualTier(
+    instance: string,
+    read: (get: () => ReturnType<TableCalls['get']>, clock: ManualClock) => ReturnType<TableCalls['get']>,
+    settings = SETTINGS,
+  ) {
+    const clock = manualClock(Date.now());
+    const manual: Runtime = { ...clock, instance, id: () => randomBytes(9).toString('base64url') };
+    const dynamo = dynamoDbTable(table.tableName, SETTINGS.callLimitMs, manual);
+    const paced: Table = {
+      calls: (report) => {
+        const calls = dynamo.calls(report);
+        return {
+          get: (itemKey) => read(() => calls.get(itemKey), clock),
+          put: (itemKey, state, expected, rev) => calls.put(itemKey, state, expected, rev),
+        };
+      },
+    };
+    return { clock, manual, shared: await loaded(PEPPER_SECRET, { table: paced, settings, runtime: manual }) };
+  }
+
   /**
    * A tier keeping the IdP timings of one token URL, on a manual clock, over the table: while `slow`, each read takes
    * 400 ms of the clock; once `stuck`, no read answers. The IdP takes 3.5 s once the table's reads are in.
    */
   async function timedTier() {
-    const clock = manualClock(Date.now());
-    const manual: Runtime = { ...clock, instance: 'i-hedge', id: () => randomBytes(9).toString('base64url') };
-    const dynamo = dynamoDbTable(table.tableName, SETTINGS.callLimitMs, manual);
     let stuck = false;
     let reading = 0;
-    const timedTable: Table = {
-      calls: (report) => {
-        const calls = dynamo.calls(report);
-        return {
-          get: async (itemKey) => {
-            if (stuck) return new Promise<never>(() => undefined);
-            clock.advance(400);
-            reading++;
-            return calls.get(itemKey).finally(() => reading--);
-          },
-          put: (itemKey, state, expected, rev) => calls.put(itemKey, state, expected, rev),
-        };
+    const { clock, manual, shared } = await manualTier(
+      'i-hedge',
+      async (get, readClock) => {
+        if (stuck) return new Promise<never>(() => undefined);
+        readClock.advance(400);
+        reading++;
+        return get().finally(() => reading--);
       },
-    };
-    const shared = await loaded(PEPPER_SECRET, { table: timedTable, settings: { ...SETTINGS, memoryEntries: 1 }, runtime: manual });
+      { ...SETTINGS, memoryEntries: 1 },
+    );
     const slowIdp = async () => {
       while (reading > 0) await settle();
       clock.advance(3500);
@@ -249,30 +262,18 @@ describe("the shared tier's hedge", () => {
   it('stretches a hedge that comes while its read is out once another read of this instance answered slower meanwhile', async () => {
     // Prepare: a tier whose reads took 100 ms (a hedge of 250 ms, the IdP instant: room for 2.5 s). Reads then wait for
     // the test: request Y's until released, request X's never.
-    const clock = manualClock(Date.now());
-    const manual: Runtime = { ...clock, instance: 'i-paced', id: () => randomBytes(9).toString('base64url') };
-    const dynamo = dynamoDbTable(table.tableName, SETTINGS.callLimitMs, manual);
     let phase: 'warm' | 'gated' | 'stuck' = 'warm';
     const gated: (() => void)[] = [];
     let answered = 0;
-    const pacedTable: Table = {
-      calls: (report) => {
-        const calls = dynamo.calls(report);
-        return {
-          get: async (itemKey) => {
-            if (phase === 'stuck') return new Promise<never>(() => undefined);
-            if (phase === 'warm') {
-              clock.advance(100);
-              return calls.get(itemKey);
-            }
-            await new Promise<void>((resolve) => gated.push(resolve));
-            return calls.get(itemKey).finally(() => answered++);
-          },
-          put: (itemKey, state, expected, rev) => calls.put(itemKey, state, expected, rev),
-        };
-      },
-    };
-    const shared = await loaded(PEPPER_SECRET, { table: pacedTable, runtime: manual });
+    const { clock, manual, shared } = await manualTier('i-paced', async (get, readClock) => {
+      if (phase === 'stuck') return new Promise<never>(() => undefined);
+      if (phase === 'warm') {
+        readClock.advance(100);
+        return get();
+      }
+      await new Promise<void>((resolve) => gated.push(resolve));
+      return get().finally(() => answered++);
+    });
     const on = (parts: Partial<SharedAsk> = {}) => ask({ deadline: Deadline.after(manual, 5000), arrivedAt: manual.epoch(), ...parts });
     await shared.fetch(on());
     phase = 'gated';

@@ -98,13 +98,14 @@ export const exchangeInvariants: readonly Invariant[] = [
           // The exchanges of the burst so far: a request may take over only those still running when it arrived.
           const running = firstAsked ? [{ deadline: facts.deadline(firstAsked), call: first, unknown: firstUnknown }] : [];
           let counted = 0;
+          // A request counts by when it came, not when it asked: one that came by the burst's end asks by its deadline.
           for (let next = index + 1; next < calls.length; next++) {
             const call = calls[next] as IdpCall;
-            if (call.sentAt > burstEnd) break;
+            if (call.sentAt > burstEnd + facts.T) break;
             if ((!facts.shared || firstUnknown) && call.instance !== first.instance) continue;
             const asked = facts.requests.get(call.request);
             const end = endFor(call.instance, call.sentAt);
-            if (!asked || call.sentAt > end) continue;
+            if (!asked) continue;
             const deadline = facts.deadline(asked);
             // "Clocks": a no-cache request takes no remembered failure, and its writer may date one that ended up to the spread
             // after the request came before it: such an exchange is not one it could share.
@@ -128,6 +129,8 @@ export const exchangeInvariants: readonly Invariant[] = [
                 .some((issued) => !issued.life.kept && issued.receiver !== call.instance);
             const excused =
               clockedOut ||
+              // The outcome not published when it asked: it knew the exchange had run, not how it ended ("while the table answers").
+              (call.instance !== first.instance && call.sentAt > first.endedAt && unpublished(call.sentAt)) ||
               // A no-cache request that came when no exchange it could share ran asks for itself ("no remembered failure").
               (asked.noCache && (asked.arrivedAt > first.endedAt || waitedOn.length === 0)) ||
               (facts.shared &&

@@ -48,6 +48,32 @@ function metFailure(facts: Facts, { asked, answer, key }: Answered, outcome: Idp
   });
 }
 
+/**
+ * Whether an exchange that ran when the request came brought a token the fleet surely learned of before its answer:
+ * published (its request answered, before its deadline) with no trouble, tampering or rotation in the way.
+ */
+function missedToken(facts: Facts, { asked, answer, key }: Answered): boolean {
+  return facts.callsFor(key.id).some((call) => {
+    const told = facts.answers.get(call.request)?.answeredAt;
+    const holder = facts.requests.get(call.request);
+    return (
+      call.request !== asked.id &&
+      call.outcome === 'token' &&
+      call.bytes <= SHARED_TOKEN_LIMIT_BYTES &&
+      call.sentAt <= asked.arrivedAt &&
+      call.endedAt > asked.arrivedAt &&
+      told !== undefined &&
+      holder !== undefined &&
+      told < Math.min(answer.answeredAt, facts.deadline(holder)) &&
+      !facts.troubled(call.instance, call.sentAt, told) &&
+      !facts.troubled(asked.instance, asked.arrivedAt, answer.answeredAt) &&
+      !facts.tampered(key.id, call.sentAt, answer.answeredAt) &&
+      !facts.rotated(call.sentAt - PEPPER_SWITCH_MS, answer.answeredAt) &&
+      facts.stoppedHolders(key.id, call.sentAt, answer.answeredAt).length === 0
+    );
+  });
+}
+
 /** Whether `asked`'s deadline ends far enough after that of the request that sent `call` to spend a call of its own ("Bursts"). */
 function outlasts(facts: Facts, asked: Asked, call: IdpCall): boolean {
   const leader = facts.requests.get(call.request);
@@ -223,12 +249,14 @@ export const failureInvariants: readonly Invariant[] = [
             facts
               .tokensWithin(key.id, asked.arrivedAt, asked.arrivedAt + facts.spread)
               .some((issued) => !issued.life.kept && issued.receiver !== asked.instance);
-          // "Bursts": it shares the exchange still running at its deadline, whose own deadline ends later (it cannot outlast that).
+          // "Bursts": it shares the exchange still running at its deadline, whose own deadline ends later (it cannot outlast that);
+          // not when an exchange that ran as it came brought a token the fleet was told of by then: that was its outcome.
           const sharedRunning =
             facts.shared &&
             facts
               .callsFor(key.id)
-              .some((call) => call.request !== asked.id && call.sentAt < answer.answeredAt && call.endedAt > answer.answeredAt);
+              .some((call) => call.request !== asked.id && call.sentAt < answer.answeredAt && call.endedAt > answer.answeredAt) &&
+            !missedToken(facts, answered);
           if (deadHolder || tableFailedIt || tooLarge || clockedOut || sharedRunning) continue;
         }
         const off = [...facts.off(key, asked.arrivedAt)].join(' or ') || 'nothing known';

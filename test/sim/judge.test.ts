@@ -1301,6 +1301,23 @@ describe('worse than off', () => {
     expect(broken(tell(T - 17))).toEqual(['worse than off']);
   });
 
+  it('excuses no timeout by a running exchange when one that ran as it came brought a token the fleet was told of', () => {
+    const tell = (faultAt?: number) => {
+      const story = new Story();
+      // i0's token cannot be kept: it goes to those who came while it ran (i1), by its answer at 200.
+      story.miss('i0', 0, { latencyMs: 200, expiresIn: 20 });
+      if (faultAt !== undefined) story.fault('i0', faultAt);
+      story.error(story.ask('i1', 10), T + 10, 504);
+      const next = story.ask('i2', 211);
+      story.call(next, 'timeout');
+      story.error(next, T + 211, 504);
+      return story.record();
+    };
+
+    expect(judge(tell(100))).toEqual([]);
+    expect(broken(tell())).toEqual(['worse than off']);
+  });
+
   it("excuses a timeout while its own instance's calls on the key's item failed, and nothing else's", () => {
     const tell = (instance: string, item: string) => {
       const story = new Story();
@@ -1896,6 +1913,21 @@ describe('burst', () => {
 
     expect(judge(kept)).toEqual([]);
     expect(broken(past)).toEqual(['burst']);
+  });
+
+  it('counts a request by when it came: one that came while a token that cannot be kept was fetched asks no later, unless its outcome went unpublished', () => {
+    const tell = (asking: number, faultAt?: number) => {
+      const story = new Story();
+      // Not kept (20 s): remembered by nobody, so the burst is only those who came while it ran (0 to 200).
+      story.miss('i0', 0, { latencyMs: 200, expiresIn: 20 });
+      if (faultAt !== undefined) story.fault('i0', faultAt);
+      for (let n = 1; n <= asking; n++) story.miss(`i${n}`, 50 + n, { sentAt: 300 + 100 * n, latencyMs: 20, expiresIn: 20 });
+      return story.record();
+    };
+
+    expect(judge(tell(2))).toEqual([]);
+    expect(judge(tell(3, 150))).toEqual([]);
+    expect(broken(tell(3))).toEqual(['burst']);
   });
 
   it("counts the fleet's calls after the exchange only when its outcome was surely published: its instance's table answered until it answered", () => {

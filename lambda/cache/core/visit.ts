@@ -550,9 +550,13 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
     );
   if (!ended) return undefined;
   if (ended.outcome.kind === 'failure') {
-    // A failure whose time is over is news of an exchange that ended before this request could share it;
-    // a timeout it outlasts is that exchange's deadline, not this request's.
-    if (ended.outcome.failure.until <= now.epoch || visit.outlasts.includes(ended.holder)) return undefined;
+    // A failure whose time is over is news of an exchange that ended before this request could share it, but
+    // for a timeout at its holder's deadline (remembered by nobody) that this request waited on: it shares it.
+    // A timeout it outlasts is that exchange's deadline, not this request's.
+    const { failure } = ended.outcome;
+    const over = failure.until <= now.epoch;
+    const waitedOut = over && failure.code === 'upstream_timeout' && waitedFor(visit.watch, ended.holder, ended.lineage);
+    if ((over && !waitedOut) || visit.outlasts.includes(ended.holder)) return undefined;
     // A no-cache request takes no remembered failure: only one of an exchange this visit saw running after it came,
     // or of one that took such an exchange over (it ran after too, unless this visit saw the taker's claim at its first
     // look: a holder it displaced may be seen running again), or one its writer dated after this request came (Clocks).
@@ -561,8 +565,8 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
     const ranSince =
       visit.ranAfter.some(([holder]) => holder === ended.holder || takenOverSince(holder)) ||
       happenedAt(ended.outcome.failure) >= visit.ask.arrivedAt;
-    if (visit.ask.noCache && !isHold(ended.outcome.failure) && !ranSince) return undefined;
-    return failWith(visit, outcomeOf(visit, ended.outcome.failure, 'exchange', now), now);
+    if (visit.ask.noCache && !isHold(failure) && !ranSince) return undefined;
+    return failWith(visit, outcomeOf(visit, failure, waitedOut ? 'deadline' : 'exchange', now), now);
   }
   const entry = sharedToken(ended.outcome, state as KeyItem, visit.ask.instance);
   if (!entry || (visit.ask.noCache && !answersNoCache(entry, visit.ask))) return undefined;

@@ -986,6 +986,21 @@ describe("a waiter finds its holder's outcome", () => {
     expect([answerOf(bound.actions), bound.visit.outlasts]).toEqual([expect.objectContaining({ kind: 'failure' }), []]);
   });
 
+  it("a timeout at its holder's deadline, remembered by nobody, that it waited on: shared unless outlasted (seed 7609)", () => {
+    // Cut short by the holder's deadline, it is over (until now, 152): those who waited on it share it all the same.
+    const timedOut = (untilMs: number) =>
+      item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_timeout', untilMs) })] });
+    const bound = run(waitingOn({ deadline: monoMs(1152) }), [read(timedOut(152), 150), 152]);
+    const outlasting = run(waitingOn({ deadline: monoMs(1153) }), [read(timedOut(152), 150), 152]);
+    // One that never waited on it has news of an exchange that ended before it came: it asks itself.
+    const stranger = run(start({ deadline: monoMs(1152) }), [read(timedOut(140), 150), 151], [holds(undefined), 152]);
+
+    expect(answerOf(bound.actions)).toMatchObject({ kind: 'failure', cause: 'deadline', failure: { code: 'upstream_timeout' } });
+    expect(kinds(bound.actions)).not.toContain('write:claim');
+    expect([answerOf(outlasting.actions), kinds(outlasting.actions)]).toEqual([undefined, ['write:claim']]);
+    expect([answerOf(stranger.actions), stranger.visit.situation.kind]).toEqual([undefined, 'claiming']);
+  });
+
   it('a timeout it saw at an earlier look, dated before it came: never outlasted, however much is left', () => {
     // A no-cache request takes no failure from before it came: it waits on the holder, and the timeout stays in the item.
     const timedOut = [ended('other', { kind: 'failure', failure: failure('upstream_timeout', 999) })];

@@ -14,7 +14,7 @@ With no options: the run docs/TESTING.md quotes.
 
   --sample N        mutants in the sample (default 200), spread over the files by their mutation points
   --seed S          the sample's seed (default 35)
-  --seeds N         seeds of the short search (default 60)
+  --seeds N         seeds of the short search (default 60), after the hard cases of sim/corpus.ts
   --requests M      requests per seed of the short search (default 120)
   --from S          the short search's first seed (default 1)
   --long K          seeds of 600 requests after it, from seed 1 (default 2)
@@ -384,6 +384,7 @@ interface Search {
 }
 
 const commandsOf = (search: Search): string[][] => [
+  ['--corpus'],
   ['--from', String(search.from), '--seeds', String(search.seeds), '--requests', String(search.requests)],
   ...(search.long > 0 ? [['--from', '1', '--seeds', String(search.long), '--requests', '600']] : []),
 ];

@@ -1,6 +1,7 @@
 // `npm run sim`: the shared token cache under a seeded, replayable simulation (docs/TOKEN-CACHE.md).
 import { randomInt } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { corpus } from './corpus';
 import type { Scenario } from './scenario';
 import { shrink } from './shrink';
 import { runScenario, type SimResult, simulate } from './simulation';
@@ -9,7 +10,9 @@ const HELP = `npm run sim [-- options]: the shared token cache's simulator. Each
 clocks and trouble, run on simulated time through the real cache code; an independent judge checks
 the record against the contract. Exits 1 at the first seed that breaks a promise, with its trace.
 
-  (no options)            the published search: 300 seeds of 600 requests from seed 1
+  (no options)            the published search: the hard cases of sim/corpus.ts, then 300 seeds of 600
+                          requests from seed 1
+  --corpus                the hard cases alone
   --seeds N --requests M  N seeds of M requests (from --from S, default 1)
   --fresh                 a random first seed (printed), for a search nobody ran before
   --seconds S             stop starting seeds after S seconds (the search so far is reported)
@@ -58,6 +61,17 @@ async function main(): Promise<void> {
     return;
   }
   const single = argument('seed', -1);
+  // The hard cases go first in the published search; a range asked for is that range alone.
+  const published = !['seed', 'seeds', 'from', 'fresh', 'requests'].some(flag);
+  const schedules = flag('corpus') || published ? corpus : [];
+  for (const { name, scenario } of schedules) {
+    const result = await runScenario(scenario);
+    if (await report(result, `npm run sim -- --corpus (${name})`)) {
+      process.exitCode = 1;
+      return;
+    }
+  }
+  if (flag('corpus')) return void console.log(`${schedules.length} hard cases: no violation`);
   const requests = argument('requests', single >= 0 ? 60 : 600);
   const from = single >= 0 ? single : flag('fresh') ? randomInt(1_000_000, 2 ** 31 - 1) : argument('from', 1);
   const seeds = single >= 0 ? 1 : argument('seeds', 300);
@@ -79,7 +93,7 @@ async function main(): Promise<void> {
   }
   const seconds = (performance.now() - started) / 1000;
   console.log(
-    `${ran} seeds of ${requests} requests from ${from}: ${answered} answered, ${idp} IdP requests, no violation (${seconds.toFixed(1)} s)`,
+    `${schedules.length > 0 ? `${schedules.length} hard cases, then ` : ''}${ran} seeds of ${requests} requests from ${from}: ${answered} answered, ${idp} IdP requests, no violation (${seconds.toFixed(1)} s)`,
   );
 }
 

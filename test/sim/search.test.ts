@@ -1,4 +1,5 @@
-import { simulate } from '../../sim/simulation';
+import { corpus } from '../../sim/corpus';
+import { runScenario, simulate } from '../../sim/simulation';
 
 // The simulator's search, within CI's budget: 2,000 seeds of 40 requests each, every one a different
 // fleet, IdP, table and trouble (docs/TOKEN-CACHE.md). `npm run sim` runs as many as asked.
@@ -7,6 +8,15 @@ const SEEDS = 2000;
 const REQUESTS = 40;
 
 describe('the simulator', () => {
+  it.each(corpus.map(({ name, scenario }) => [name, scenario] as const))(
+    'finds no broken invariant in the hard case: %s',
+    async (_, scenario) => {
+      const result = await runScenario(scenario);
+
+      expect(result.violations).toEqual([]);
+    },
+  );
+
   it(`finds no broken invariant in ${SEEDS} seeds of ${REQUESTS} requests`, async () => {
     const broken: string[] = [];
     let answered = 0;

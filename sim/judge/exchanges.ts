@@ -155,7 +155,7 @@ export const exchangeInvariants: readonly Invariant[] = [
   ),
   invariant(
     'fresh token kept',
-    'Token cache: "A kept token answers an identical request"; Refresh ahead: the IdP is asked again only "From the later of (received + `expires_in`/2) and (stale - 30 s)"; `no-cache` aside.',
+    'Token cache: "A kept token answers an identical request"; Refresh ahead: the IdP is asked again only "From the later of (received + `expires_in`/2) and (stale - 30 s)", by "the instance that received the token ... from the window\'s middle on, the first request on any instance"; `no-cache` aside.',
     (facts, flag) => {
       for (const call of facts.calls) {
         if (!cached(facts.keys.get(call.key))) continue;
@@ -164,6 +164,14 @@ export const exchangeInvariants: readonly Invariant[] = [
           flag(
             call.sentAt,
             `${call.instance} asked the IdP for ${call.key} while it held ${fresh.token}, ${call.sentAt - fresh.issuedAt} ms old and fresh`,
+          );
+        // Before the window's middle (as any clock may date it), a copy is its receiver's to refresh (one holding a token of its own may).
+        const copy = facts.shared ? heldIn(facts, call, 'refresh') : undefined;
+        const own = facts.tokensAlive(call.key, call.sentAt).some((issued) => issued.call !== call && issued.receiver === call.instance);
+        if (copy && !own && copy.receiver !== call.instance && call.sentAt - copy.issuedAt < copy.life.middleMs - facts.spread)
+          flag(
+            call.sentAt,
+            `${call.instance} refreshed ${call.key}'s ${copy.token}, ${copy.receiver}'s, ${call.sentAt - copy.issuedAt} ms old: before its window's middle`,
           );
       }
     },

@@ -1028,7 +1028,8 @@ describe('stale if error', () => {
       const story = new Story();
       story.miss('i0', 0, { latencyMs: 20, answerAfterMs: 10 });
       story.tamper(replayAt, 'a', 'replay', 0);
-      story.failed('i1', 60_000, 'error');
+      // In its window's second half: any instance may refresh the copy.
+      story.failed('i1', 60_030, 'error');
       return story.record();
     };
 
@@ -2171,18 +2172,23 @@ describe('fresh token kept', () => {
     expect(broken(past)).toEqual(['fresh token kept']);
   });
 
-  it('asks nothing while a published copy is fresh, give or take the clock spread', () => {
-    const tell = (at: number, skews?: number[]) => {
+  it("asks nothing with a published copy until its window's middle (its receiver's to refresh before), give or take the clock spread", () => {
+    // Kept 100 s: fresh until 50 s, its window's middle at 60 s.
+    const tell = (at: number, skews?: number[], own = false) => {
       const story = new Story({ skews });
+      if (own) story.miss('i1', 0);
       story.miss('i0', 0);
       story.miss('i1', at);
       return story.record();
     };
 
-    expect(judge(tell(50_000))).toEqual([]);
-    expect(broken(tell(49_999))).toEqual(['fresh token kept']);
-    expect(judge(tell(48_000, [0, 2000]))).toEqual([]);
-    expect(broken(tell(47_999, [0, 2000]))).toEqual(['fresh token kept']);
+    expect(judge(tell(60_000))).toEqual([]);
+    expect(broken(tell(59_999))).toEqual(['fresh token kept']);
+    expect(judge(tell(58_000, [0, 2000]))).toEqual([]);
+    expect(broken(tell(57_999, [0, 2000]))).toEqual(['fresh token kept']);
+    // A token of its own in its window is its own to refresh.
+    expect(judge(tell(50_000, undefined, true))).toEqual([]);
+    expect(broken(tell(49_999, undefined, true))).toEqual(['fresh token kept']);
   });
 
   it('asks for a no-cache request, and with memory for another instance', () => {
@@ -2222,8 +2228,8 @@ describe('one refresh at a time', () => {
   it('refreshes a key once at a time across the fleet', () => {
     const [kept, past] = twice((story, step) => {
       story.miss('i0', 0);
-      story.miss('i0', 50_000, { latencyMs: 100 });
-      story.miss('i1', 50_100 - step);
+      story.miss('i0', 60_000, { latencyMs: 100 });
+      story.miss('i1', 60_100 - step);
     });
 
     expect(judge(kept)).toEqual([]);
@@ -2248,11 +2254,11 @@ describe('one refresh at a time', () => {
     const tell = (dies: string) => {
       const story = new Story();
       story.miss('i0', 0);
-      const first = story.ask('i0', 50_000);
+      const first = story.ask('i0', 60_000);
       story.call(first, 'token', { latencyMs: 2000 });
-      story.die(dies, 50_010);
-      story.miss('i1', 51_500);
-      return story.record(53_000);
+      story.die(dies, 60_010);
+      story.miss('i1', 61_500);
+      return story.record(63_000);
     };
 
     expect(judge(tell('i0'))).toEqual([]);
@@ -2262,9 +2268,9 @@ describe('one refresh at a time', () => {
   it("excuses the second when either refresher's table failed it", () => {
     const story = new Story();
     story.miss('i0', 0);
-    story.miss('i0', 50_000, { latencyMs: 100 });
-    story.fault('i0', 50_001, 'a', 'hang', 'put');
-    story.miss('i1', 50_050);
+    story.miss('i0', 60_000, { latencyMs: 100 });
+    story.fault('i0', 60_001, 'a', 'hang', 'put');
+    story.miss('i1', 60_050);
 
     expect(judge(story.record())).toEqual([]);
   });
@@ -2283,16 +2289,16 @@ describe('one refresh at a time', () => {
       const story = new Story();
       story.miss('i0', 0);
       trouble(story);
-      story.miss('i0', 50_000, { latencyMs: 100 });
-      story.miss('i1', 50_050);
+      story.miss('i0', 60_000, { latencyMs: 100 });
+      story.miss('i1', 60_050);
       return story.record();
     };
 
-    expect(judge(tell((story) => story.fault('i1', 50_050, 'a', 'slow')))).toEqual([]);
-    expect(judge(tell((story) => story.fault('i0', 50_001, 'a', 'slow', 'put')))).toEqual([]);
-    expect(judge(tell((story) => story.tamper(49_000, 'a', 'rewrite')))).toEqual([]);
-    expect(judge(tell((story) => story.rotate(49_000)))).toEqual([]);
-    expect(broken(tell((story) => story.fault('i2', 50_050, 'a', 'slow')))).toEqual(['one refresh at a time']);
+    expect(judge(tell((story) => story.fault('i1', 60_050, 'a', 'slow')))).toEqual([]);
+    expect(judge(tell((story) => story.fault('i0', 60_001, 'a', 'slow', 'put')))).toEqual([]);
+    expect(judge(tell((story) => story.tamper(59_000, 'a', 'rewrite')))).toEqual([]);
+    expect(judge(tell((story) => story.rotate(59_000)))).toEqual([]);
+    expect(broken(tell((story) => story.fault('i2', 60_050, 'a', 'slow')))).toEqual(['one refresh at a time']);
   });
 
   it('counts no call made once the token went stale as a refresh', () => {
@@ -2314,7 +2320,8 @@ describe('one refresh at a time', () => {
     };
 
     expect(judge(tell(51_999))).toEqual([]);
-    expect(broken(tell(52_000))).toEqual(['one refresh at a time']);
+    // Before the window's middle, the copy was its receiver's to refresh too.
+    expect(broken(tell(52_000))).toEqual(['fresh token kept', 'one refresh at a time']);
   });
 
   it("excuses a tampering or a rotation only within their windows, and no death but the first refresher's", () => {
@@ -2322,15 +2329,15 @@ describe('one refresh at a time', () => {
       const story = new Story();
       story.kept('i1', 1000, story.miss('i0', 0).token); // i1 holds it in memory, whatever the table says
       trouble(story);
-      story.miss('i0', 50_000, { latencyMs: 100 });
-      story.miss('i1', 50_050);
-      return story.record(50_200);
+      story.miss('i0', 60_000, { latencyMs: 100 });
+      story.miss('i1', 60_050);
+      return story.record(60_200);
     };
 
-    expect(judge(tell((story) => story.tamper(50_000 - T, 'a', 'rewrite')))).toEqual([]);
-    expect(judge(tell((story) => story.rotate(50_050 - 60_000)))).toEqual([]);
-    expect(broken(tell((story) => story.tamper(50_000 - T - 1, 'a', 'rewrite')))).toEqual(['one refresh at a time']);
-    expect(broken(tell((story) => story.rotate(50_050 - 60_001)))).toEqual(['one refresh at a time']);
+    expect(judge(tell((story) => story.tamper(60_000 - T, 'a', 'rewrite')))).toEqual([]);
+    expect(judge(tell((story) => story.rotate(60_050 - 60_000)))).toEqual([]);
+    expect(broken(tell((story) => story.tamper(60_000 - T - 1, 'a', 'rewrite')))).toEqual(['one refresh at a time']);
+    expect(broken(tell((story) => story.rotate(60_050 - 60_001)))).toEqual(['one refresh at a time']);
     expect(
       broken(
         tell((story) => {
@@ -2476,7 +2483,7 @@ describe('refresh fires', () => {
       const story = new Story({ cache });
       const { token } = story.miss('i0', 0);
       story.kept('i0', 50_000, token);
-      story.miss('i1', 55_000);
+      story.miss('i1', 60_000);
       return story.record();
     };
 

@@ -1,5 +1,5 @@
 import type { IdpAnswer, IdpPhase } from './record';
-import { type Scenario, type ScenarioKey, scriptedScenario, type TablePhase } from './scenario';
+import { type Scenario, type ScenarioKey, SCRIPTED_KEY, scriptedScenario, type TablePhase } from './scenario';
 
 // Hard cases written out: schedules random seeds reach rarely, run before the seeds by `npm run sim` and
 // by `npm run sim:mutate`, and judged as every seed is. A name says the case, not the code it aims at.
@@ -9,17 +9,8 @@ export interface Schedule {
   readonly scenario: Scenario;
 }
 
-const K = 'client-a/read';
+const [A, K] = [SCRIPTED_KEY, SCRIPTED_KEY.id];
 const at = (ms: number, instance: number, noCache = false, key = K) => ({ at: ms, instance, key, ...(noCache ? { noCache } : {}) });
-const A: ScenarioKey = {
-  id: K,
-  client: 'client-a',
-  secret: 'client-a-secret',
-  scope: 'read',
-  tokenUrl: 'https://idp.example/token',
-  kind: 'secret',
-  authentic: true,
-};
 // The same client id with another secret: another key, which a hold on the client id covers; and another scope.
 const B: ScenarioKey = { ...A, id: 'client-a/read-2', secret: 'client-a-secret-2' };
 const W: ScenarioKey = { ...A, id: 'client-a/write', scope: 'write' };

@@ -368,6 +368,17 @@ export function tableBehaviourAt(phases: readonly TablePhase[], at: number, inst
   return current;
 }
 
+/** The one key a scripted scenario has unless it says: client-a's `read`, with the secret the IdP accepts. */
+export const SCRIPTED_KEY: ScenarioKey = {
+  id: 'client-a/read',
+  client: 'client-a',
+  secret: 'client-a-secret',
+  scope: 'read',
+  tokenUrl: TOKEN_URL,
+  kind: 'secret',
+  authentic: true,
+};
+
 /**
  * A scenario given whole, for a test: one client with one key by default, a healthy IdP and table,
  * Lambda-shaped instances in step, and the requests the test lists.
@@ -376,15 +387,6 @@ export function scriptedScenario(
   arrivals: Extract<Traffic, { kind: 'scripted' }>['arrivals'],
   parts: Partial<Omit<Scenario, 'traffic'>> = {},
 ): Scenario {
-  const key: ScenarioKey = {
-    id: 'client-a/read',
-    client: 'client-a',
-    secret: 'client-a-secret',
-    scope: 'read',
-    tokenUrl: TOKEN_URL,
-    kind: 'secret',
-    authentic: true,
-  };
   const instances = parts.instances ?? 1 + Math.max(0, ...arrivals.map((arrival) => arrival.instance));
   return {
     seed: 1,
@@ -393,7 +395,7 @@ export function scriptedScenario(
     mode: 'lambda',
     instances,
     skewsMs: Array.from({ length: instances }, () => 0),
-    keys: [key],
+    keys: [SCRIPTED_KEY],
     idp: [{ from: 0, minMs: 20, maxMs: 20, answer: { kind: 'token', expiresIn: 3600 } }],
     table: [{ from: 0, behaviour: { kind: 'normal', minMs: 2, maxMs: 2 } }],
     ttlLagMs: 60_000,

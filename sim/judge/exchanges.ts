@@ -167,8 +167,9 @@ export const exchangeInvariants: readonly Invariant[] = [
           );
         // Before the window's middle (as any clock may date it), a copy is its receiver's to refresh (one holding a token of its own may).
         const copy = facts.shared ? heldIn(facts, call, 'refresh') : undefined;
-        const own = facts.tokensAlive(call.key, call.sentAt).some((issued) => issued.call !== call && issued.receiver === call.instance);
-        if (copy?.life.kept && !own && copy.receiver !== call.instance && call.sentAt - copy.issuedAt < copy.life.middleMs - facts.spread)
+        const own = () =>
+          facts.tokensAlive(call.key, call.sentAt).some((issued) => issued.call !== call && issued.receiver === call.instance);
+        if (copy?.life.kept && copy.receiver !== call.instance && call.sentAt - copy.issuedAt < copy.life.middleMs - facts.spread && !own())
           flag(
             call.sentAt,
             `${call.instance} refreshed ${call.key}'s ${copy.token}, ${copy.receiver}'s, ${call.sentAt - copy.issuedAt} ms old: before its window's middle`,

@@ -78,6 +78,11 @@ export const corpus: readonly Schedule[] = [
   schedule('a token exactly at the shared size limit, asked for on another instance', [at(0, 0), at(1000, 1)], {
     idp: [idp(0, 20, token(3600, 300_015))],
   }),
+  schedule(
+    'a burst of six for a large token that cannot be kept, after the key kept a large one that has expired',
+    [at(0, 0), ...[0, 1, 2, 3, 4, 5].map((i) => at(40_000 + i * 10, i))],
+    { idp: [idp(0, 20, token(35, 150_000)), idp(39_000, 900, token(undefined, 250_000))] },
+  ),
   // A loaded table (it answers, slowly): what the hedge waits for, and what comes after it.
   schedule(
     'warm instances meet a burst on a new key as the table turns loaded: key reads fast, claim writes 440 ms, hold reads 190 ms',

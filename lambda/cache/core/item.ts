@@ -116,3 +116,10 @@ export function keeping(memo: KeyMemo, entry: Entry): KeyMemo {
   const kept = !memo.kept || newest(entryOf(memo.kept, ''), entry) === entry ? storedOf(entry) : memo.kept;
   return { ...memo, kept, keptUntil: epochMs(Math.max(memo.keptUntil, expiresAt(entry))) };
 }
+
+/** Past its expiry a kept token only proves its key's secret (no clock serves it): its body goes, leaving the room to tokens riding along. */
+export function provingOnly(memo: KeyMemo, now: EpochMs): KeyMemo {
+  const { kept } = memo;
+  if (!kept || now < expiresAt(entryOf(kept, ''))) return memo;
+  return { ...memo, kept: { ...kept, token: { access_token: '', expires_in: kept.token.expires_in } } };
+}

@@ -12,7 +12,18 @@ import {
   type Watch,
   withEcho,
 } from './claims';
-import { EMPTY_MEMO, entryOf, type Ended, endsAt, keeping, type KeyItem, type KeyMemo, type SharedOutcome, storedOf } from './item';
+import {
+  EMPTY_MEMO,
+  entryOf,
+  type Ended,
+  endsAt,
+  keeping,
+  type KeyItem,
+  type KeyMemo,
+  provingOnly,
+  type SharedOutcome,
+  storedOf,
+} from './item';
 import { CLOCK_TOLERANCE_MS, type Entry, expiresAt, keepable, newest, openToFleet, phaseOf, served, tokenBytes } from './lifetime';
 import { type ExchangeResult, type FailureOutcome, type Outcome, tokenOutcome } from './outcome';
 import {
@@ -955,7 +966,7 @@ function publication(
   answerAt: MonoMs,
 ): KeyItem {
   const base = visit.mirror;
-  let memo = memoOf(visit, base?.memo ?? EMPTY_MEMO);
+  let memo = provingOnly(memoOf(visit, base?.memo ?? EMPTY_MEMO), now.epoch);
   const ownEnded: Ended[] = [];
   const lineage = claim?.lineage ?? [];
   if (outcome.kind === 'token' && outcome.from === 'idp') {

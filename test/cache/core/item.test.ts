@@ -8,6 +8,7 @@ import {
   type ItemState,
   keeping,
   type KeyMemo,
+  provingOnly,
   type StoredToken,
   storedOf,
   usefulUntil,
@@ -122,5 +123,18 @@ describe('keeping', () => {
     const memo: KeyMemo = { ...EMPTY_MEMO, rejectedAt: at(-1), oversizeUntil: at(5) };
 
     expect(keeping(memo, entry(0))).toMatchObject({ rejectedAt: at(-1), oversizeUntil: at(5) });
+  });
+});
+
+describe('provingOnly', () => {
+  const memo: KeyMemo = { ...EMPTY_MEMO, kept: { ...stored, token: { ...stored.token, scope: 'read' } }, keptUntil: at(3_600_000) };
+
+  it('keeps a kept token whole until it expires, then its receipt and lifetime alone', () => {
+    expect(provingOnly(memo, at(3_599_999))).toBe(memo);
+    expect(provingOnly(memo, at(3_600_000))).toEqual({ ...memo, kept: { ...stored, token: { access_token: '', expires_in: 3600 } } });
+  });
+
+  it('leaves a memo that keeps no token as it is', () => {
+    expect(provingOnly(EMPTY_MEMO, at(0))).toBe(EMPTY_MEMO);
   });
 });

@@ -684,6 +684,16 @@ describe("a token's place in the item", () => {
     expect(publishedWith(item())).toMatchObject({ kind: 'answered', token: { by: 'here' } });
   });
 
+  it("gives a kept token's room to waiters once it has expired: it stays as proof of the secret, without its body", () => {
+    const big = (name: string, expiresIn: number, ago = 0) => token(name.padEnd(SETTINGS.itemTokenBytes / 2, 'x'), ago, { expiresIn });
+    const expired = big('kept', 3600, 3_600_010);
+    const held = run(start(), [read(keeping(expired)), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);
+    const state = writeOf(run(held, [gotToken(big('short', 20, -50)), 50]).actions, 'publish')?.state;
+
+    expect(state?.ended.at(-1)?.outcome).toMatchObject({ kind: 'answered', token: { by: 'here' } });
+    expect(state?.memo.kept).toEqual({ ...stored(expired), token: { access_token: '', expires_in: 3600 } });
+  });
+
   it('too large for any item: the memo knows it, and its expiry when its receiver keeps it, so a later rejection outlives it', () => {
     const published = (expiresIn: number) => {
       const held = run(start(), [read(item()), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);

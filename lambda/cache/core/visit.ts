@@ -1141,8 +1141,9 @@ function withLongestHold(visit: Visit, outcome: Outcome, now: Now): Outcome {
   if (outcome.kind !== 'failure' || !isHold(outcome.failure)) return outcome;
   const longest = [outcome.failure, visit.tableHold, heldNow(visit, now)?.honoured].reduce(longer, undefined) as Remembered;
   const answered = longest === outcome.failure ? outcome : { ...outcome, failure: longest, metAt: now.epoch };
-  // The IdP's own 429 to this request, met while it waited on another's exchange, says its seconds, unless a hold ends later than they do.
-  const own = visit.fallback && visit.fallback.cause === 'exchange' && isHold(visit.fallback.failure) ? visit.fallback : undefined;
+  // The IdP's own 429 to this request, met while it waited on another's exchange (so still its to publish), says its seconds,
+  // unless a hold ends later than they do; a hold the table gave meanwhile is told as the seconds left.
+  const own = visit.fallback && visit.fallback === visit.unpublished && isHold(visit.fallback.failure) ? visit.fallback : undefined;
   return own && own.failure.until - own.metAt >= answered.failure.until - Math.min(now.epoch, answered.metAt) ? own : answered;
 }
 

@@ -1109,6 +1109,22 @@ describe('a waiter whose look fails', () => {
     expect(holderHold(9000)).toMatchObject({ failure: failure('upstream_throttled', 9000) });
   });
 
+  it("tells the holder's hold, shared while its own exchange ran, as the seconds left when its own shorter 429 comes later", () => {
+    const waiting = run(start(), [read(claimed(), 0), 2], [tick(102), 102]);
+    const asked = run(waiting, [READ_FAILED, 104]);
+    const pollAt = asked.visit.situation.kind === 'waiting' ? (asked.visit.situation.pollAt ?? 0) : 0;
+    const held = failure('upstream_throttled', 10_300);
+    const sharing = run(
+      asked,
+      [tick(pollAt), 300],
+      [read(item({ ended: [ended('other', { kind: 'failure', failure: held })] }), 300), 302],
+    );
+    const { actions } = run(sharing, [gotFailure(failure('upstream_throttled', 4655)), 2655], [wrote('publish', WON), 2660]);
+
+    expect(answerOf(sharing.actions)).toBeUndefined();
+    expect(answerOf(actions)).toMatchObject({ failure: held, metAt: epoch(2660) });
+  });
+
   it('answers a timeout of its own at its deadline, with no claim to release', () => {
     const { visit, actions } = run(start({ deadline: monoMs(1000) }), [read(claimed({ leftMs: 900 }), 0), 2], [tick(1000), 1000]);
 

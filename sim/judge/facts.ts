@@ -1,4 +1,4 @@
-import type { Answer, Asked, IdpCall, IdpPhase, SimKey, SimRecord, Tampering, Violation } from '../record';
+import type { Answer, Asked, IdpCall, IdpPhase, SimKey, SimRecord, TableCall, Tampering, Violation } from '../record';
 import {
   DEAD_HOLDER_DELAY_MS,
   COPY_SAYS_LESS_MS,
@@ -131,6 +131,7 @@ export class Facts {
   private readonly firstServed = new Map<string, Map<string, number>>();
   private readonly servedBy = new Map<string, Served[]>();
   private readonly tableFaults = new Map<string, Moments<string>>();
+  private readonly reads = new Map<string, Moments<TableCall>>();
   private readonly pepperSpans = new Map<string, { from: number; to: number }[]>();
   private readonly tamperings = new Map<string, Moments<Tampering>>();
   private readonly ttlDeletions = new Map<string, Moments>();
@@ -373,6 +374,16 @@ export class Facts {
     return item === undefined ? items.length > 0 : items.includes(item);
   }
 
+  /**
+   * Whether the table had not yet told `instance` what the items `which` names hold at `at`: it read one
+   * since `from`, that read was still out at `at`, and none it sent since `from` had answered by then.
+   */
+  tableSilent(instance: string, which: (item: string) => boolean, from: number, at: number): boolean {
+    const reads = (this.reads.get(instance)?.within(from, at) ?? []).filter((read) => which(read.item));
+    const answered = (read: TableCall) => read.answeredAt !== undefined && read.answeredAt <= at;
+    return reads.length > 0 && !reads.some(answered);
+  }
+
   /** Adversary writes to `item` in [from, to] (only those `which` accepts). */
   tampered(item: string, from: number, to: number, which: (tampering: Tampering) => boolean = () => true): boolean {
     return (this.tamperings.get(item)?.within(from, to) ?? []).some(which);
@@ -524,6 +535,9 @@ export class Facts {
         listIn(stopped, call.item).push({ at: call.sentAt, what: { instance: call.instance, at: call.sentAt } });
     }
     for (const [instance, list] of faults) this.tableFaults.set(instance, new Moments(list));
+    const reads = new Map<string, { at: number; what: TableCall }[]>();
+    for (const call of this.record.table) if (call.op === 'get') listIn(reads, call.instance).push({ at: call.sentAt, what: call });
+    for (const [instance, list] of reads) this.reads.set(instance, new Moments(list));
     // A faulty read of the pepper leaves its instance without one until a later read answers.
     const pepper = new Map<string, { from: number; to: number }[]>();
     for (const read of [...this.record.pepper].sort((a, b) => a.sentAt - b.sentAt)) {

@@ -21,8 +21,10 @@ function fleetKnew(facts: Facts, hold: Hold, instance: string, arrivedAt: number
     !facts.tamperedItems((item) => facts.holdItem(item, hold.source), hold.from, until) &&
     // A rotation within the 60 s before it began: its instance may have sealed it with the pepper the fleet then ignores.
     !facts.rotated(hold.from - PEPPER_SWITCH_MS, until) &&
-    // "The table never costs an answer ... at worst the request goes to the IdP itself."
-    !facts.troubled(instance, arrivedAt, until)
+    // "The table never costs an answer ... at worst the request goes to the IdP itself": so when it failed, or had not
+    // yet answered its read of the hold's items (a table slower than the request waits on it).
+    !facts.troubled(instance, arrivedAt, until) &&
+    !facts.tableSilent(instance, (item) => facts.holdItem(item, hold.source), arrivedAt, until)
   );
 }
 

@@ -202,6 +202,12 @@ class Story {
     this.table.push({ instance, item, op, sentAt, answeredAt: fault === 'hang' ? undefined : sentAt + 5, fault, landedAt: undefined });
   }
 
+  /** A read by `instance` of `item` sent at `at` and answered `ms` later: no fault, a slow table. */
+  read(instance: string, at: number, item: string, ms: number): void {
+    const sentAt = EPOCH + at;
+    this.table.push({ instance, item, op: 'get', sentAt, answeredAt: sentAt + ms, fault: 'none', landedAt: undefined });
+  }
+
   /** A write of `instance` to `item` sent at `at`: landed 5 ms later, or refused. */
   put(instance: string, at: number, landed: boolean, item = 'a'): void {
     const sentAt = EPOCH + at;
@@ -1579,6 +1585,21 @@ describe('hold kept', () => {
     expect(judge(tell((story) => story.rotate(1000)))).toEqual([]);
     expect(broken(tell((story) => story.fault('i2', 5000, 'hold:client-a')))).toEqual(['hold kept']);
     expect(broken(tell((story) => story.tamper(3000, 'hold:client-b', 'delete')))).toEqual(['hold kept']);
+  });
+
+  it("excuses a call sent while the caller's read of the hold's item was still out (a slow table), not once one had answered", () => {
+    const tell = (...readsMs: number[]) => {
+      const story = new Story();
+      throttled(story);
+      for (const ms of readsMs) story.read('i1', 5000, 'hold:client-a', ms);
+      story.miss('i1', 5000, { sentAt: 5200 });
+      return story.record();
+    };
+
+    expect(judge(tell(300))).toEqual([]);
+    expect(broken(tell(200))).toEqual(['hold kept']);
+    expect(broken(tell(300, 100))).toEqual(['hold kept']);
+    expect(broken(tell())).toEqual(['hold kept']);
   });
 
   it('with memory, binds only the instance that got it', () => {

@@ -14,19 +14,27 @@ const at = (ms: number, instance: number, noCache = false, key = K) => ({ at: ms
 // The same client id with another secret: another key, which a hold on the client id covers; and another scope.
 const B: ScenarioKey = { ...A, id: 'client-a/read-2', secret: 'client-a-secret-2' };
 const W: ScenarioKey = { ...A, id: 'client-a/write', scope: 'write' };
+const ADMIN: ScenarioKey = { ...A, id: 'client-a/admin', scope: 'admin' };
 const idp = (from: number, ms: number, answer: IdpAnswer): IdpPhase => ({ from, minMs: ms, maxMs: ms, answer });
 const token = (expiresIn: number | undefined, bytes?: number): IdpAnswer => ({ kind: 'token', expiresIn, ...(bytes ? { bytes } : {}) });
 const [REJECT, ERROR] = [{ kind: 'reject' }, { kind: 'error' }] as const;
 const throttle = (retryAfter: number): IdpAnswer => ({ kind: 'throttle', retryAfter });
-const table = (from: number, behaviour: TablePhase['behaviour'], instance?: number): TablePhase => ({
+const table = (from: number, behaviour: TablePhase['behaviour'], instance?: number, item?: string): TablePhase => ({
   from,
   behaviour,
   ...(instance === undefined ? {} : { instance: `i${instance}` }),
+  ...(item === undefined ? {} : { item }),
 });
 const normal = (ms = 2) => ({ kind: 'normal', minMs: ms, maxMs: ms }) as const;
+// Phases in the order they begin, however a schedule lists them.
+const byStart = <T extends { from: number }>(phases: readonly T[]): T[] => [...phases].sort((a, b) => a.from - b.from);
 const schedule = (name: string, arrivals: Parameters<typeof scriptedScenario>[0], parts: Partial<Scenario>): Schedule => ({
   name,
-  scenario: scriptedScenario(arrivals, parts),
+  scenario: scriptedScenario(arrivals, {
+    ...parts,
+    ...(parts.table ? { table: byStart(parts.table) } : {}),
+    ...(parts.idp ? { idp: byStart(parts.idp) } : {}),
+  }),
 });
 
 export const corpus: readonly Schedule[] = [
@@ -198,10 +206,268 @@ export const corpus: readonly Schedule[] = [
       table: [table(0, normal()), { from: 6500, behaviour: normal(300), item: B.id }],
     },
   ),
+  schedule(
+    "a waiter whose poll fails asks the IdP itself, meets its holder's 10 s throttle, then gets its own 2 s throttle 2 s later",
+    [at(0, 0), at(50, 1)],
+    {
+      idp: [idp(0, 300, throttle(10)), idp(100, 2500, throttle(2))],
+      table: [table(0, normal()), table(100, { kind: 'error' }, 1), table(200, normal(), 1)],
+    },
+  ),
+  schedule(
+    'a request for another secret of a client under a client-wide hold reads the hold item in 300 ms and asks the IdP after its hedge',
+    [at(0, 1, false, B.id), at(6100, 1, true, B.id), at(7000, 2)],
+    {
+      keys: [A, B],
+      idp: [idp(0, 20, token(3600)), idp(6050, 20, throttle(30))],
+      table: [table(0, normal()), table(6200, normal(300), 2, 'hold:client-a')],
+      durationMs: 9000,
+    },
+  ),
   // Old copies written back.
   schedule(
     'a no-cache request meets an old claim and then its old outcome written back by someone with write access',
     [at(0, 0), at(6000, 1, true)],
     { seed: 7, tampering: [{ at: 5990, key: K, action: 'replay-run', times: 2, everyMs: 110 }] },
+  ),
+  // Read from the survivors of a mutation sample: takeovers, holds met late, pepper switches, old copies.
+  schedule(
+    'a no-cache request gets a token just after its own instance met a 401, another instance keeps a copy, then an outage once it is stale',
+    [at(0, 0), at(1000, 0, true), at(2000, 1), at(97_000, 1)],
+    { idp: [idp(0, 20, REJECT), idp(500, 20, token(120)), idp(90_000, 20, ERROR)] },
+  ),
+  schedule(
+    'a refresh ahead is throttled, memory only, then a request during the hold in the refresh window',
+    [at(0, 0), at(61_000, 0), at(62_000, 0)],
+    { cache: 'memory', idp: [idp(0, 20, token(120)), idp(60_000, 20, throttle(10)), idp(61_500, 20, token(120))] },
+  ),
+  schedule(
+    'an instance holding a copy in its refresh window, before its middle, while its pepper cannot be read',
+    [at(0, 0), at(1000, 1), at(62_000, 1)],
+    {
+      idp: [idp(0, 20, token(120)), idp(61_000, 20, token(120))],
+      pepper: [{ from: 61_000, to: 63_000, fault: 'error', instance: 1 }],
+    },
+  ),
+  schedule('a burst of requests on one instance after an IdP error, memory only', [at(0, 0), at(100, 0), at(200, 0), at(300, 0)], {
+    cache: 'memory',
+    idp: [idp(0, 20, ERROR)],
+  }),
+  schedule(
+    'a throttle met exactly two lifetimes after the token was received, then a request with another secret, memory only',
+    [at(0, 0), at(70_000, 0), at(71_000, 0, false, B.id)],
+    {
+      cache: 'memory',
+      keys: [A, B],
+      idp: [idp(0, 20, token(35)), idp(69_000, 20, throttle(10)), idp(70_500, 20, token(3600))],
+    },
+  ),
+  schedule(
+    'a timeout, then a holder whose table fails after its exchange, and a request that finds its claim',
+    [at(0, 0), at(6500, 1), at(6750, 2)],
+    {
+      idp: [idp(0, 6000, token(3600)), idp(6000, 200, token(3600))],
+      table: [table(0, normal()), table(6650, { kind: 'error' }, 1)],
+    },
+  ),
+  schedule('a holder dies with four waiters on other instances', [at(0, 0), at(10, 1), at(20, 2), at(30, 3), at(40, 4)], {
+    idp: [idp(0, 3000, token(3600))],
+    deaths: [{ at: 100, instance: 0 }],
+  }),
+  schedule(
+    'a no-cache request just before the refresh window meets an IdP error while its table is slow, then a request in the window once the error is over',
+    [at(0, 0), at(59_800, 0, true), at(60_900, 0)],
+    {
+      durationMs: 95_000,
+      idp: [idp(0, 20, token(120)), idp(59_500, 20, ERROR), idp(60_000, 20, token(120))],
+      table: [table(0, normal()), table(59_810, { kind: 'slow', minMs: 300, maxMs: 300 }, 0), table(60_600, normal(), 0)],
+    },
+  ),
+  schedule(
+    'a timeout, then requests on other instances within its second while the IdP gives tokens that cannot be kept',
+    [at(0, 0), at(5100, 1), at(5200, 2), at(5300, 3), at(5400, 4)],
+    { idp: [idp(0, 6000, token(3600)), idp(5050, 20, token(undefined))] },
+  ),
+  schedule(
+    "a holder dies, a waiter takes over, and old copies of the dead holder's claim are written back while another waits",
+    [at(0, 0), at(10, 1), at(20, 2)],
+    {
+      idp: [idp(0, 3000, token(3600))],
+      deaths: [{ at: 300, instance: 0 }],
+      tampering: [{ at: 1100, key: K, action: 'replay', times: 8, everyMs: 30 }],
+    },
+  ),
+  schedule(
+    'a key hold met here, a longer client-wide hold earned elsewhere, then the key asked again while its item reads in 50 ms and the hold item in 190 ms',
+    [at(0, 1, false, B.id), at(9500, 0), at(10_000, 1, true, B.id), at(11_000, 0)],
+    {
+      keys: [A, B],
+      idp: [idp(0, 20, token(3600)), idp(9000, 20, throttle(5)), idp(9800, 20, throttle(30))],
+      table: [table(0, normal()), table(10_500, normal(190), 0), table(10_501, normal(50), 0, K)],
+    },
+  ),
+  schedule(
+    'a token kept in memory is looked up after 30 s and found rejected elsewhere, while another secret of its client holds a client-wide hold',
+    [at(0, 0), at(100, 2, false, B.id), at(40_000, 1, true), at(41_000, 2, true, B.id), at(47_000, 0)],
+    {
+      keys: [A, B],
+      idp: [idp(0, 20, token(3600)), idp(39_000, 20, REJECT), idp(40_500, 20, throttle(60))],
+    },
+  ),
+  schedule(
+    'an IdP error, then a no-cache request gets a token that cannot be kept, then plain requests on four instances within the second',
+    [at(0, 0), at(100, 1, true), at(200, 2), at(300, 3), at(400, 4), at(500, 5)],
+    { idp: [idp(0, 20, ERROR), idp(50, 20, token(undefined))] },
+  ),
+  schedule(
+    'eight waiters on instances never frozen, arriving within 800 ms of a holder whose IdP call outlasts the deadline',
+    [at(0, 0), ...[1, 2, 3, 4, 5, 6, 7, 8].map((i) => at(i * 100, i))],
+    { mode: 'concurrent', idp: [idp(0, 6000, token(3600))] },
+  ),
+  schedule(
+    "a waiter arrives as someone with write access writes back a finished holder's twenty renewals one by one, 250 ms apart",
+    [at(0, 0), at(4910, 1)],
+    {
+      seed: 35,
+      idp: [idp(0, 4800, token(3600)), idp(1000, 20, token(3600))],
+      tampering: [{ at: 4900, key: K, action: 'replay-run', times: 20, everyMs: 250 }],
+    },
+  ),
+  schedule('the table hangs on the claim write: the hedge passes and the IdP is asked meanwhile', [at(0, 0), at(1500, 1)], {
+    table: [table(0, normal()), table(6, { kind: 'hang' }, 0, K), table(1000, normal(), 0, K)],
+  }),
+  schedule(
+    "two requests race to take over a slow holder's claim given back after a takeover whose token cannot be kept was published",
+    [at(0, 0), at(1300, 1), at(1340, 2), at(1340, 3)],
+    { idp: [idp(0, 4000, token(undefined)), idp(1000, 20, token(undefined)), idp(1335, 20, token(3600))] },
+  ),
+  schedule(
+    "two no-cache requests race to take over a slow holder's claim given back after a takeover met an IdP error",
+    [at(0, 0), at(1300, 1), at(1340, 2, true), at(1340, 3, true)],
+    { idp: [idp(0, 4000, token(3600)), idp(1000, 20, ERROR), idp(1330, 20, token(3600))] },
+  ),
+  schedule(
+    "a no-cache request arrives as someone with write access writes back a takeover's claim and then the slow holder's claim it gave back with its error",
+    [at(0, 0), at(1300, 1), at(1805, 2, true)],
+    {
+      seed: 1,
+      idp: [idp(0, 4000, token(3600)), idp(1000, 20, ERROR), idp(1500, 20, token(3600))],
+      tampering: [{ at: 1800, key: K, action: 'replay-run', times: 2, everyMs: 100 }],
+    },
+  ),
+  schedule(
+    "a no-cache request on an instance whose table answers in 150 ms arrives just after a takeover met an IdP error and gave back a slow holder's claim, which renews meanwhile",
+    [at(0, 2, false, W.id), at(2000, 0), at(3300, 1), at(3340, 2, true)],
+    {
+      keys: [A, W],
+      idp: [idp(0, 20, token(3600)), idp(1900, 4000, token(3600)), idp(3000, 20, ERROR), idp(3330, 20, token(3600))],
+      table: [table(0, normal()), table(0, normal(150), 2)],
+    },
+  ),
+  schedule(
+    'no-cache requests on four instances wait on an exchange for a token that cannot be kept',
+    [at(0, 0), at(5, 1, true), at(10, 2, true), at(15, 3, true), at(20, 4, true)],
+    { idp: [idp(0, 200, token(undefined))] },
+  ),
+  schedule(
+    'a request arrives as an old claim and then its old outcome, a 31 s token stale by now, are written back',
+    [at(0, 0), at(2010, 1)],
+    {
+      seed: 35,
+      idp: [idp(0, 20, token(31))],
+      tampering: [{ at: 2000, key: K, action: 'replay-run', times: 2, everyMs: 250 }],
+    },
+  ),
+  schedule(
+    'a holder and two waiters on a 2 s deadline get a 280 KB token that cannot be kept, while the item keeps an expired 150 KB token',
+    [at(0, 0), ...[0, 1, 2].map((i) => at(40_000 + i * 10, i))],
+    { upstreamTimeoutMs: 2000, idp: [idp(0, 20, token(35, 150_000)), idp(39_000, 300, token(undefined, 280_000))] },
+  ),
+  schedule(
+    'a three-day token too large to share on two instances, rejected by a no-cache request, then an outage once it is stale',
+    [at(0, 0), at(1000, 1), at(6000, 0, true), at(233_400_000, 1)],
+    { idp: [idp(0, 20, token(259_200, 310_000)), idp(5500, 20, REJECT), idp(6500, 20, ERROR)] },
+  ),
+  schedule('an adversary rewrites the item every millisecond while a holder renews and a waiter asks for its echo', [at(0, 0), at(10, 1)], {
+    idp: [idp(0, 2000, token(3600))],
+    tampering: [{ at: 100, key: K, action: 'rewrite', times: 800, everyMs: 1 }],
+  }),
+  schedule(
+    'a waiter learns a client-wide hold from a slow hold read just before its holder, sent before the hold, is throttled for less',
+    [at(0, 1, false, B.id), at(6000, 0), at(6100, 1, true, B.id), at(6300, 2)],
+    {
+      keys: [A, B],
+      idp: [idp(0, 20, token(3600)), idp(5990, 944, throttle(2)), idp(6050, 20, throttle(30))],
+      table: [table(0, normal()), table(6200, normal(660), 2, 'hold:client-a')],
+      durationMs: 10_000,
+    },
+  ),
+  schedule(
+    "a request on a slow table asks the IdP, then reads another's 10 s hold, then its own exchange is throttled for 9 s ending later",
+    [at(0, 0), at(50, 1)],
+    {
+      idp: [idp(0, 100, throttle(10)), idp(200, 3000, throttle(9))],
+      table: [table(0, normal()), table(40, normal(400), 1)],
+      durationMs: 6000,
+    },
+  ),
+  schedule(
+    "a dead holder's waiter takes over in its last 100 ms while its claim's answer is lost, and a later waiter waits on that claim",
+    [at(0, 0), at(200, 1), at(700, 2)],
+    {
+      idp: [idp(0, 4400, token(3600)), idp(50, 20, token(3600))],
+      deaths: [{ at: 4330, instance: 0 }],
+      table: [
+        table(0, normal()),
+        table(5079, { kind: 'lost-answer' }, 1),
+        table(5080, normal(), 1),
+        table(4250, normal(600), 2),
+        table(4600, normal(), 2),
+      ],
+      durationMs: 7000,
+    },
+  ),
+  schedule(
+    "a dead holder's waiter whose memory token a 401 voided takes over in its last 100 ms, its hold read slow, and a later waiter waits on that claim",
+    [at(0, 1), at(40_000, 0, true), at(50_000, 0), at(50_200, 1), at(50_700, 2)],
+    {
+      idp: [
+        idp(0, 20, token(3600)),
+        idp(39_000, 20, { kind: 'reject' }),
+        idp(49_990, 4400, token(3600)),
+        idp(50_150, 6000, token(3600)),
+        idp(50_650, 20, token(3600)),
+      ],
+      deaths: [{ at: 54_330, instance: 0 }],
+      table: [
+        table(0, normal()),
+        table(54_500, normal(900), 1, 'hold:client-a'),
+        table(54_250, normal(600), 2),
+        table(54_600, normal(), 2),
+      ],
+      durationMs: 57_000,
+    },
+  ),
+  schedule(
+    "a copy read from an old-pepper item just before its reader switched, on clocks 5 s apart, then a 401 only the old item knows, then the reader's no-cache request meets an IdP error, then a new instance asks during an outage",
+    [
+      at(0, 1),
+      at(1000, 2),
+      at(2000, 0),
+      at(31_000, 1, true),
+      at(31_100, 2),
+      at(32_000, 2, false, W.id),
+      at(32_500, 2, false, ADMIN.id),
+      at(39_000, 0, true),
+      at(43_000, 2, true),
+      at(125_000, 3),
+    ],
+    {
+      keys: [A, W, ADMIN],
+      skewsMs: [0, 2500, -2500, 0],
+      rotations: [29_000],
+      idp: [idp(0, 20, token(120)), idp(38_500, 20, { kind: 'reject' }), idp(42_000, 20, { kind: 'error' })],
+      durationMs: 127_000,
+    },
   ),
 ];

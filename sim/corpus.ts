@@ -224,6 +224,11 @@ export const corpus: readonly Schedule[] = [
       durationMs: 9000,
     },
   ),
+  schedule(
+    'a no-cache request elsewhere is throttled just before the refresh window, the receiver meets the hold, then asks again once it is over',
+    [at(0, 0), at(59_500, 1, true), at(60_100, 0), at(60_600, 0)],
+    { durationMs: 95_000, idp: [idp(0, 20, token(120)), idp(59_000, 20, throttle(1)), idp(60_000, 20, token(120))] },
+  ),
   // Old copies written back.
   schedule(
     'a no-cache request meets an old claim and then its old outcome written back by someone with write access',

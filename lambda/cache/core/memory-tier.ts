@@ -143,9 +143,10 @@ export class MemoryTier {
       // A 504 cut short by the request's own deadline is not remembered; the token it answered with is kept all the same.
       if (outcome.cause !== 'deadline') this.remember(slot, clientHoldKey, outcome, now);
     }
-    // A refresh that brought a new token leaves nothing to refresh for far longer than the retry pause;
-    // one a hold held back was never tried: it goes as soon as the hold ends.
-    if (refresh && !(outcome.kind === 'failure' && isHold(outcome.failure))) slot.refreshTriedAt = now;
+    // A refresh that brought a new token leaves nothing to refresh for far longer than the retry pause; one a hold held
+    // back (met as a hold, or answered with the kept token as the table showed the hold) was never tried: it goes once the hold ends.
+    const tried = outcome.kind === 'token' ? outcome.from === 'idp' : !isHold(outcome.failure);
+    if (refresh && tried) slot.refreshTriedAt = now;
     this.place(key, slot);
   }
 

@@ -400,6 +400,16 @@ describe('store, from an outcome', () => {
       { hold: undefined, refreshing: false },
     ]);
   });
+  it('notes no refresh tried when the kept token answered without asking (the table showed a hold), and one that asked the IdP', () => {
+    const memory = tier();
+    const [held, asked] = [memory.slot('k'), memory.slot('j')];
+
+    memory.store('k', held, 'hold', tokenOutcome(token(-60_000), 'table'), true, NOW);
+    memory.store('k', held, 'hold', tokenOutcome(token(-60_000), 'memory'), true, NOW);
+    memory.store('j', asked, 'hold', tokenOutcome(token(0), 'idp'), true, NOW);
+
+    expect([held.refreshTriedAt, asked.refreshTriedAt]).toEqual([-Infinity, NOW]);
+  });
 });
 
 describe('looked, after a look in the table', () => {

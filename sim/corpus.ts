@@ -490,4 +490,14 @@ export const corpus: readonly Schedule[] = [
       durationMs: 127_000,
     },
   ),
+  schedule(
+    'after a pepper rotation, a token received on an instance that switched early is read from the new item by one that switched late, then an outage once it is stale',
+    [at(31_000, 1, false, W.id), at(32_000, 1), at(40_000, 0, false, W.id), at(41_000, 0, false, W.id), at(130_000, 0)],
+    {
+      mode: 'concurrent',
+      keys: [A, W],
+      rotations: [1000],
+      idp: [idp(0, 20, token(120)), idp(129_000, 20, ERROR)],
+    },
+  ),
 ];

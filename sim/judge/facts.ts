@@ -276,9 +276,37 @@ export class Facts {
     return Math.max(told, this.reachedAt(issued.call));
   }
 
-  /** Whether the table surely kept what was published in `key`'s item over [from, to]: no one touched it and the pepper stood. */
-  intact(key: string, from: number, to: number): boolean {
-    return !this.tampered(key, from, to) && !this.ttlDeleted(key, from, to) && !this.rotated(from - PEPPER_SWITCH_MS, to);
+  /**
+   * Whether the table surely kept what was published in `key`'s item over [from, to]: no one touched it, and the
+   * pepper stood or (`sealedAlike`) its rotation came before the writer and the reader had switched.
+   */
+  intact(key: string, from: number, to: number, sealedAlike = false): boolean {
+    return !this.tampered(key, from, to) && !this.ttlDeleted(key, from, to) && (sealedAlike || !this.rotated(from - PEPPER_SWITCH_MS, to));
+  }
+
+  /**
+   * The pepper: "items sealed with the old one are then ignored". Whether `issued` stays readable to `reader`
+   * from `from` to `to`: every rotation that could void it came before its receiver's visit began, and both
+   * the receiver and the reader had read the new pepper by then, so its item is sealed with the pepper the reader uses.
+   */
+  sealedAlike(issued: Issued, reader: string, from: number, to: number): boolean {
+    const rotations = this.record.rotations.filter((at) => at >= issued.issuedAt - PEPPER_SWITCH_MS && at <= to);
+    if (rotations.length === 0) return true;
+    const last = Math.max(...rotations);
+    const sealedFrom = Math.min(this.requests.get(issued.call.request)?.arrivedAt ?? Infinity, issued.call.sentAt);
+    return last < sealedFrom && this.switched(issued.receiver, last, sealedFrom) && this.switched(reader, last, from);
+  }
+
+  /** Whether `instance` had read the pepper as it stood after the rotation at `rotation` by `by`. */
+  private switched(instance: string, rotation: number, by: number): boolean {
+    return this.record.pepper.some(
+      (read) =>
+        read.instance === instance &&
+        read.fault === 'none' &&
+        read.sentAt >= rotation &&
+        read.answeredAt !== undefined &&
+        read.answeredAt <= by,
+    );
   }
 
   /**
@@ -293,7 +321,9 @@ export class Facts {
     const published = this.publishedAt(issued);
     if (published === undefined || !(published < arrivedAt)) return undefined;
     // Untouched from the receipt on: a copy written back between the publication's write and its answer hides it too.
-    if (!this.intact(issued.key.id, this.reachedAt(issued.call), until) || this.troubled(instance, arrivedAt, until)) return undefined;
+    const sealedAlike = this.sealedAlike(issued, instance, arrivedAt, until);
+    if (!this.intact(issued.key.id, this.reachedAt(issued.call), until, sealedAlike) || this.troubled(instance, arrivedAt, until))
+      return undefined;
     return 'table';
   }
 

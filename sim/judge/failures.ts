@@ -195,8 +195,9 @@ export const failureInvariants: readonly Invariant[] = [
                 (facts.shared || newer.receiver === instance || facts.answeredWith(instance, newer.token, at)),
             );
           // The pepper: "items sealed with the old one are then ignored", and with them the 401s they held, which no
-          // token may outlive: one received before its instance switched is owed as `stale` no more.
-          const unsighted = facts.shared && facts.rotated(issued.issuedAt - PEPPER_SWITCH_MS, at);
+          // token may outlive: one received before its instance switched is owed as `stale` no more; one sealed anew
+          // for an instance that had switched too stays owed.
+          const unsighted = facts.shared && !facts.sealedAlike(issued, instance, asked.arrivedAt, at);
           return (
             !replaced &&
             !unsighted &&

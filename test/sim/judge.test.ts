@@ -1150,6 +1150,29 @@ describe('stale if error', () => {
     expect(broken(tell((story) => story.expire(100_000, 'b')))).toEqual(['stale if error']);
   });
 
+  it('demands a copy sealed after a rotation by an instance that had switched, of a reader that had switched too', () => {
+    const tell = (reads: (story: Story) => void) => {
+      const story = new Story();
+      story.rotate(10_000);
+      reads(story);
+      story.miss('i0', 70_000);
+      story.failed('i1', 150_000, 'error');
+      return story.record();
+    };
+    const switched = (instance: string, at: number) => (story: Story) => story.pepperFault(instance, at, 'none');
+    const both = (first: (story: Story) => void, second: (story: Story) => void) => (story: Story) => {
+      first(story);
+      second(story);
+    };
+
+    expect(broken(tell(both(switched('i0', 40_000), switched('i1', 100_000))))).toEqual(['stale if error']);
+    expect(judge(tell(switched('i0', 40_000)))).toEqual([]);
+    expect(judge(tell(both(switched('i0', 70_001), switched('i1', 100_000))))).toEqual([]);
+    expect(judge(tell(both(switched('i0', 9999), switched('i1', 100_000))))).toEqual([]);
+    expect(judge(tell(both(switched('i0', 40_000), switched('i1', 150_000))))).toEqual([]);
+    expect(judge(tell(both(switched('i0', 40_000), (story) => story.pepperFault('i1', 100_000))))).toEqual([]);
+  });
+
   it("with memory, keeps demanding its token after another instance's 401", () => {
     const story = new Story({ cache: 'memory' });
     story.miss('i0', 0);

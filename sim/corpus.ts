@@ -500,4 +500,64 @@ export const corpus: readonly Schedule[] = [
       idp: [idp(0, 20, token(120)), idp(129_000, 20, ERROR)],
     },
   ),
+  schedule(
+    "a pepper rotation while one instance's reads of the pepper fail, then that instance asks for a key whose token a dead instance published before the rotation",
+    [at(0, 1), at(1000, 0, false, W.id), at(80_000, 0)],
+    {
+      keys: [A, W],
+      rotations: [10_000],
+      deaths: [{ at: 5000, instance: 1 }],
+      pepper: [{ from: 9000, to: 200_000, fault: 'error', instance: 0 }],
+      idp: [idp(0, 20, token(3600))],
+    },
+  ),
+  schedule(
+    'a key hold (no kept token) met at 510 ms, while five instances whose table failed at arrival have exchanges running that end in IdP errors after it, then a fresh instance asks within the hold',
+    [at(0, 0), at(10, 1), at(20, 2), at(30, 3), at(40, 4), at(50, 5), at(3000, 6)],
+    {
+      idp: [idp(0, 500, throttle(30)), ...[1, 2, 3, 4, 5].map((i) => idp(i * 10, 600 + i * 110, ERROR)), idp(2000, 20, token(3600))],
+      table: [
+        table(0, normal()),
+        ...[1, 2, 3, 4, 5].map((i) => table(0, { kind: 'error' }, i)),
+        ...[1, 2, 3, 4, 5].map((i) => table(200, normal(), i)),
+      ],
+    },
+  ),
+  // Waiter k's deadline passes 10 + 100(k-1) ms after the holder's, its reads then too slow to see the holder's timeout.
+  ...[0, 35_000].map((start) =>
+    schedule(
+      `${start > 0 ? 'a stale 200 KB token; ' : ''}a holder whose IdP call hangs past its deadline; three waiters on three instances whose deadlines pass 10, 110 and 210 ms after it (their reads slow enough to miss its timeout), each with a request 5 ms younger that shares its fetch${start > 0 ? ', while the IdP gives 200 KB tokens that cannot be kept' : ''}`,
+      [
+        ...(start > 0 ? [at(0, 4)] : []),
+        at(start, 0),
+        ...[1, 2, 3].flatMap((k) => [at(start + 10 + 100 * (k - 1), k), at(start + 15 + 100 * (k - 1), k)]),
+      ],
+      {
+        mode: 'concurrent',
+        idp:
+          start > 0
+            ? [idp(0, 20, token(60, 200_000)), idp(start - 100, 6000, token(3600)), idp(start + 4000, 20, token(undefined, 200_000))]
+            : [idp(0, 6000, token(3600)), idp(4000, 20, token(3600))],
+        table: [
+          table(0, normal()),
+          ...[1, 2, 3].map((k) => table(start + 4000, normal([40, 260, 460][k - 1]), k)),
+          ...[1, 2, 3].map((k) => table(start + 5010 + 100 * (k - 1), normal(), k)),
+        ],
+      },
+    ),
+  ),
+  schedule(
+    'an instance that remembers an IdP error for a key reads its item holding a 5 s key hold, while another secret of its client earned a 30 s client-wide hold',
+    [at(0, 1, false, B.id), at(6000, 0), at(6100, 2, true), at(6200, 3, true, B.id), at(6300, 0)],
+    {
+      keys: [A, B],
+      idp: [
+        idp(0, 20, token(3600)),
+        idp(5900, 20, ERROR),
+        idp(6050, 20, throttle(5)),
+        idp(6150, 20, throttle(30)),
+        idp(6250, 20, token(3600)),
+      ],
+    },
+  ),
 ];

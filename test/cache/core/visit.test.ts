@@ -987,6 +987,29 @@ describe("a waiter finds its holder's outcome", () => {
     expect(answerOf(run(sawAnother, [read(givenBack, 204), 206]).actions)).toBeUndefined();
   });
 
+  it('for a no-cache request, no failure of a taker its first look showed, though the holder it took over from renews after: it may have ended before the request came and given that holder its claim back', () => {
+    // 'taker' took over from 'other', failed just before the request came, and gave 'other' its claim back: then 'other' renews.
+    const givenBack = (beat: number) =>
+      item({
+        activity: { kind: 'claim', claim: claimFacts({ beat }) },
+        ended: [ended('taker', { kind: 'failure', failure: failure('upstream_error', 990) }, ['other'])],
+      });
+    const looks = (first: KeyItem) =>
+      run(
+        start({ noCache: true }),
+        [read(first, 0), 2],
+        [tick(102), 102],
+        [read(givenBack(6), 102), 104],
+        [tick(206), 206],
+        [read(givenBack(7), 206), 208],
+      );
+    const renewed = looks(givenBack(5));
+
+    expect([answerOf(renewed.actions), renewed.visit.ranAfter]).toEqual([undefined, [['other', epoch(102)]]]);
+    // Published since its first look, it is the outcome of a takeover made after the request came: shared.
+    expect(answerOf(looks(claimed({ beat: 5 })).actions)).toMatchObject({ failure: failure('upstream_error', 990), cause: 'exchange' });
+  });
+
   it('a timeout published since its last look binds it once no more than a fifth of its deadline is left', () => {
     const timedOut = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_timeout', 1000) })] });
     const outlasting = run(waitingOn({ deadline: monoMs(1153) }), [read(timedOut, 150), 152]);

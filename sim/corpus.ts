@@ -385,6 +385,24 @@ export const corpus: readonly Schedule[] = [
     },
   ),
   schedule(
+    "a no-cache request on an instance whose table answers in 200 ms arrives just after a takeover met an IdP error and gave back a slow holder's claim, which renews meanwhile",
+    [at(0, 2, false, W.id), at(2000, 0), at(3300, 1), at(3340, 2, true)],
+    {
+      keys: [A, W],
+      idp: [idp(0, 20, token(3600)), idp(1900, 4000, token(3600)), idp(3000, 20, ERROR), idp(3330, 20, token(3600))],
+      table: [table(0, normal()), table(0, normal(200), 2)],
+    },
+  ),
+  schedule(
+    "a no-cache request on an instance whose table answers in 250 ms arrives just after a takeover met an IdP error and gave back a slow holder's claim, which renews meanwhile",
+    [at(0, 2, false, W.id), at(2000, 0), at(3300, 1), at(3340, 2, true)],
+    {
+      keys: [A, W],
+      idp: [idp(0, 20, token(3600)), idp(1900, 4000, token(3600)), idp(3000, 20, ERROR), idp(3330, 20, token(3600))],
+      table: [table(0, normal()), table(0, normal(250), 2)],
+    },
+  ),
+  schedule(
     'no-cache requests on four instances wait on an exchange for a token that cannot be kept',
     [at(0, 0), at(5, 1, true), at(10, 2, true), at(15, 3, true), at(20, 4, true)],
     { idp: [idp(0, 200, token(undefined))] },

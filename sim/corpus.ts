@@ -578,4 +578,24 @@ export const corpus: readonly Schedule[] = [
       ],
     },
   ),
+  schedule(
+    'concurrent mode: on three instances a request waits on a holder whose IdP call fails after 300 ms, and a no-cache request 5 ms younger shares its fetch, while the IdP keeps failing fast',
+    [at(0, 0), ...[1, 2, 3].flatMap((k) => [at(10 * k, k), at(10 * k + 5, k, true)])],
+    { mode: 'concurrent', idp: [idp(0, 300, ERROR), idp(320, 5, ERROR)] },
+  ),
+  schedule(
+    'skew: eight waiters on instances never frozen, clocks 2.5 s ahead, arriving within 800 ms of a holder whose clock is 2.5 s behind and whose IdP call outlasts the deadline',
+    [at(0, 0), ...[1, 2, 3, 4, 5, 6, 7, 8].map((i) => at(i * 100, i))],
+    { mode: 'concurrent', skewsMs: [-2500, 2500, 2500, 2500, 2500, 2500, 2500, 2500, 2500], idp: [idp(0, 6000, token(3600))] },
+  ),
+  schedule(
+    'no-cache requests on three instances on a 2 s deadline share a 280 KB token that cannot be kept, while the item keeps a stale 150 KB token',
+    [at(0, 0), ...[0, 1, 2].map((i) => at(40_000 + i * 10, i, true))],
+    { upstreamTimeoutMs: 2000, idp: [idp(0, 20, token(60, 150_000)), idp(39_000, 300, token(undefined, 280_000))] },
+  ),
+  schedule(
+    "while the item keeps a stale 150 KB token, a holder's token that cannot be kept exactly fills the item's room; it is published just after a no-cache waiter's poll, and a later request claims at once, its claim carrying that token on; its own call is slow",
+    [at(0, 0), at(40_000, 0), at(40_010, 1, true), at(41_012, 2)],
+    { idp: [idp(0, 20, token(60, 150_000)), idp(39_000, 1000, token(undefined, 210_050)), idp(41_011, 4500, token(3600))] },
+  ),
 ];

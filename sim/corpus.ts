@@ -74,6 +74,11 @@ export const corpus: readonly Schedule[] = [
       idp: [idp(0, 300, ERROR)],
     },
   ),
+  schedule(
+    'a holder whose IdP call hangs, then a request 1.5 s later on another instance whose own call takes 2.5 s',
+    [at(0, 0), at(1500, 1)],
+    { upstreamTimeoutMs: 5000, idp: [idp(0, 8000, token(3600)), idp(500, 2500, token(3600))] },
+  ),
   schedule('a waiter on a short deadline polls a holder whose exchange takes nearly all of it', [at(0, 0), at(5, 1)], {
     upstreamTimeoutMs: 500,
     idp: [idp(0, 450, token(3600))],

@@ -10,7 +10,7 @@ import {
   TAKE_OVER_RESOLUTION_SHARE,
   TAKE_OVER_SHARE,
 } from './contract';
-import { type Answered, describe, type Facts, type Issued, rememberedMs } from './facts';
+import { type Answered, describe, type Facts, type Issued, rememberedMs, wholeDeadline } from './facts';
 import { type Invariant, invariant } from './invariant';
 
 // What an error, or a stale token in its place, must be: never a remembered failure for a no-cache
@@ -33,7 +33,7 @@ function metFailure(facts: Facts, { asked, answer, key }: Answered, outcome: Idp
   // From any time: a frozen instance meets its own answers when thawed, however long after the IdP gave them.
   return facts.endedWithin(key.id, -Infinity, answer.answeredAt).some((call) => {
     if (call.outcome !== outcome) return false;
-    if (call.request === asked.id) return true;
+    if (call.request === asked.id) return !(outcome === 'timeout' && waitedOut(facts, asked, call));
     if (!facts.shared && call.instance !== asked.instance) return false;
     // Clocks: for a no-cache request, another instance's end dated after its arrival may have come up to the spread before it.
     if (call.endedAt >= asked.arrivedAt - (asked.noCache ? facts.slack(call.instance, asked.instance) : 0)) {
@@ -78,6 +78,23 @@ function missedToken(facts: Facts, { asked, answer, key }: Answered): boolean {
 function outlasts(facts: Facts, asked: Asked, call: IdpCall): boolean {
   const leader = facts.requests.get(call.request);
   return leader !== undefined && facts.deadline(asked) > facts.deadline(leader) + facts.T * (TAKE_OVER_SHARE + TAKE_OVER_RESOLUTION_SHARE);
+}
+
+/**
+ * Whether a request's own call, cut short, was sent only once every exchange it might have waited on had ended, each
+ * another instance's whose request it outlasts: it was owed that call while they ran (Bursts: one "for each request that
+ * would otherwise wait on exchanges that can no longer answer within its deadline while its own still could"; "The table
+ * never costs an answer ...: at worst the request goes to the IdP itself"), so the timeout its wait cost is not its excuse.
+ */
+function waitedOut(facts: Facts, asked: Asked, own: IdpCall): boolean {
+  if (!facts.shared || wholeDeadline(own, facts.T)) return false;
+  const before = facts
+    .callsFor(asked.key)
+    .filter((call) => call.request !== asked.id && call.sentAt < own.sentAt && call.endedAt > asked.arrivedAt);
+  return (
+    before.length > 0 &&
+    before.every((call) => call.instance !== asked.instance && call.endedAt <= own.sentAt && outlasts(facts, asked, call))
+  );
 }
 
 /**
@@ -250,13 +267,20 @@ export const failureInvariants: readonly Invariant[] = [
             facts
               .tokensWithin(key.id, asked.arrivedAt, asked.arrivedAt + facts.spread)
               .some((issued) => !issued.life.kept && issued.receiver !== asked.instance);
-          // "Bursts": it shares the exchange still running at its deadline, whose own deadline ends later (it cannot outlast that);
+          // "Bursts": it shares the exchange still running at its deadline, unless it outlasts that exchange's request (then it
+          // was owed its own call, judged as any);
           // not when an exchange that ran as it came brought a token the fleet was told of by then: that was its outcome.
           const sharedRunning =
             facts.shared &&
             facts
               .callsFor(key.id)
-              .some((call) => call.request !== asked.id && call.sentAt < answer.answeredAt && call.endedAt > answer.answeredAt) &&
+              .some(
+                (call) =>
+                  call.request !== asked.id &&
+                  call.sentAt < answer.answeredAt &&
+                  call.endedAt > answer.answeredAt &&
+                  !outlasts(facts, asked, call),
+              ) &&
             !missedToken(facts, answered);
           if (deadHolder || tableFailedIt || tooLarge || clockedOut || sharedRunning) continue;
         }

@@ -1275,6 +1275,38 @@ describe('worse than off', () => {
     expect(broken(past)).toEqual(['worse than off']);
   });
 
+  it('excuses no timeout by an exchange still running at its deadline whose request it outlasts by a fifth and a twentieth', () => {
+    const [kept, past] = twice((story, step) => {
+      // Sent late, its table hanging: it runs past its own request's deadline, and this waiter's.
+      const leader = story.ask('i0', 0);
+      story.fault('i0', 100, 'a', 'hang');
+      story.call(leader, 'timeout', { sentAt: 1300 });
+      story.error(leader, T, 504);
+      const waiter = story.ask('i1', T / 5 + T / 20 + step);
+      story.error(waiter, T / 5 + T / 20 + step + T, 504);
+    });
+
+    expect(judge(kept)).toEqual([]);
+    expect(broken(past)).toEqual(['worse than off']);
+  });
+
+  it('excuses no timeout of its own call sent only once the exchange whose request it outlasts had ended', () => {
+    const tell = (arrives: number, sentAt: number) => {
+      const story = new Story({ phases: [failing({ kind: 'token', expiresIn: 100 }, 2500)] });
+      story.failed('i0', 0, 'timeout');
+      const waiter = story.ask('i1', arrives);
+      story.call(waiter, 'timeout', { sentAt, budgetMs: arrives + T - sentAt });
+      story.error(waiter, arrives + T, 504);
+      return story.record();
+    };
+
+    // Sent while the exchange it outlasts still ran, or outlasting it by no more than a fifth and a twentieth: excused.
+    expect(judge(tell(1500, T - 1))).toEqual([]);
+    expect(judge(tell(T / 5 + T / 20, T))).toEqual([]);
+    expect(broken(tell(1500, T))).toEqual(['worse than off']);
+    expect(broken(tell(T / 5 + T / 20 + 1, T))).toEqual(['worse than off']);
+  });
+
   it('remembers a timeout that had the whole deadline, never one cut short', () => {
     const [kept, past] = twice((story, step) => {
       const leader = story.ask('i0', 0);

@@ -79,6 +79,10 @@ export const corpus: readonly Schedule[] = [
     [at(0, 0), at(1500, 1)],
     { upstreamTimeoutMs: 5000, idp: [idp(0, 8000, token(3600)), idp(500, 2500, token(3600))] },
   ),
+  schedule('a waiter whose poll fails is throttled 2 s by the IdP itself, then its holder is throttled 10 s', [at(0, 0), at(50, 1)], {
+    idp: [idp(0, 1000, throttle(10)), idp(100, 200, throttle(2))],
+    table: [table(0, normal()), table(100, { kind: 'error' }, 1), table(200, normal(), 1)],
+  }),
   schedule('a waiter on a short deadline polls a holder whose exchange takes nearly all of it', [at(0, 0), at(5, 1)], {
     upstreamTimeoutMs: 500,
     idp: [idp(0, 450, token(3600))],

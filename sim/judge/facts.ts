@@ -409,15 +409,26 @@ export class Facts {
    * since `from`, that read was still out at `at`, and none it sent since `from` had answered by then.
    */
   tableSilent(instance: string, which: (item: string) => boolean, from: number, at: number): boolean {
-    // Indexed when first asked: only a call during another's hold asks.
+    const reads = this.readsWithin(instance, which, from, at);
+    const answered = (read: TableCall) => read.answeredAt !== undefined && read.answeredAt <= at;
+    return reads.length > 0 && !reads.some(answered);
+  }
+
+  /** Whether `instance` read an item `which` names, sent after `from` and answered with no fault by `to`. */
+  readBetween(instance: string, which: (item: string) => boolean, from: number, to: number): boolean {
+    return this.readsWithin(instance, which, from, to).some(
+      (read) => read.sentAt > from && read.fault === 'none' && read.answeredAt !== undefined && read.answeredAt <= to,
+    );
+  }
+
+  private readsWithin(instance: string, which: (item: string) => boolean, from: number, to: number): TableCall[] {
+    // Indexed when first asked: only a hold reading asks.
     if (!this.reads) {
       const byInstance = new Map<string, { at: number; what: TableCall }[]>();
       for (const call of this.record.table) if (call.op === 'get') listIn(byInstance, call.instance).push({ at: call.sentAt, what: call });
       this.reads = new Map([...byInstance].map(([name, list]) => [name, new Moments(list)]));
     }
-    const reads = (this.reads.get(instance)?.within(from, at) ?? []).filter((read) => which(read.item));
-    const answered = (read: TableCall) => read.answeredAt !== undefined && read.answeredAt <= at;
-    return reads.length > 0 && !reads.some(answered);
+    return (this.reads.get(instance)?.within(from, to) ?? []).filter((read) => which(read.item));
   }
 
   /** Adversary writes to `item` in [from, to] (only those `which` accepts). */

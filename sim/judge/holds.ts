@@ -26,6 +26,27 @@ function fleetKnew(facts: Facts, hold: Hold, instance: string, arrivedAt: number
   );
 }
 
+/**
+ * Whether a request learnt of a hold from the exchange it waited on: earned by a call running when it came, told before
+ * its answer, and its instance read the hold's item after that, with no fault, trouble, adversary or rotation in the way
+ * (Bursts: those that arrive while an exchange runs "share that exchange and its outcome"; "A hold is never shortened").
+ */
+function heardWaiting(facts: Facts, hold: Hold, asked: Asked, answeredAt: number): boolean {
+  const { call, told } = hold;
+  const item = (name: string) => facts.holdItem(name, hold.source);
+  return (
+    facts.shared &&
+    call.sentAt <= asked.arrivedAt &&
+    call.endedAt > asked.arrivedAt &&
+    told !== undefined &&
+    answeredAt < hold.until - facts.spread &&
+    !facts.troubled(hold.instance, hold.from, told) &&
+    !facts.tamperedItems(item, hold.from, answeredAt) &&
+    !facts.rotated(hold.from - PEPPER_SWITCH_MS, answeredAt) &&
+    facts.readBetween(asked.instance, item, told, answeredAt)
+  );
+}
+
 /** `retry-after`: "the seconds left (rounded up)", within the contract's 1 to 60. */
 function secondsLeft(until: number, at: number): number {
   return Math.min(HOLD_MAX_S, Math.max(HOLD_MIN_S, Math.ceil((until - at) / SECOND_MS)));
@@ -67,7 +88,8 @@ function duesOf(facts: Facts, asked: Asked, answeredAt: number): Due[] {
     const known =
       hold.instance === asked.instance
         ? hold.from <= asked.arrivedAt && asked.arrivedAt < hold.until
-        : asked.arrivedAt < hold.until - facts.spread && fleetKnew(facts, hold, asked.instance, asked.arrivedAt, answeredAt);
+        : (asked.arrivedAt < hold.until - facts.spread && fleetKnew(facts, hold, asked.instance, asked.arrivedAt, answeredAt)) ||
+          heardWaiting(facts, hold, asked, answeredAt);
     dues.push({
       seconds: secondsLeft(hold.until, answeredAt),
       most: secondsLeft(hold.lateUntil, answeredAt),

@@ -1894,6 +1894,26 @@ describe('hold earned', () => {
     expect(broken(tell(99))).toEqual(['hold earned']);
   });
 
+  it("never shortens a hold its holder's exchange earned while it waited, once its instance read the hold's item after it was told", () => {
+    const tell = (readAt: number, retryAfter: number, holderAt = 0) => {
+      const story = new Story();
+      const waiter = story.ask('i1', 50);
+      // Its poll failed, so it asked the IdP itself, and was throttled 2 s; its holder's 10 s hold is told at 1000.
+      story.call(waiter, 'throttled', { sentAt: 150, latencyMs: 200, retryAfterS: 2 });
+      story.failed('i0', holderAt, 'throttled', { retryAfterS: 10, latencyMs: 1000 - holderAt });
+      story.read('i1', readAt, 'a', 2);
+      story.error(waiter, 1073, 503, { retryAfter });
+      return story.record();
+    };
+
+    expect(judge(tell(1071, 10))).toEqual([]);
+    // Read as the hold was told, or an exchange sent after it came (it may not have waited on that one): its own 2 s may stand.
+    expect(judge(tell(1000, 2))).toEqual([]);
+    expect(judge(tell(1071, 2, 51))).toEqual([]);
+    expect(broken(tell(1001, 2))).toEqual(['hold earned']);
+    expect(broken(tell(1071, 9))).toEqual(['hold earned']);
+  });
+
   it("never shortens another instance's hold published before the request came, unless its table was in trouble", () => {
     const tell = (retryAfter: number, trouble?: (story: Story) => void) => {
       const story = new Story();

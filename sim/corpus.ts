@@ -83,6 +83,15 @@ export const corpus: readonly Schedule[] = [
     idp: [idp(0, 1000, throttle(10)), idp(100, 200, throttle(2))],
     table: [table(0, normal()), table(100, { kind: 'error' }, 1), table(200, normal(), 1)],
   }),
+  schedule(
+    'an IdP error for the key, then a proven other secret of its client throttled for 30 s, then the key asked within the second on an instance whose hold item reads in 190 ms',
+    [at(0, 1, false, B.id), at(9500, 0), at(9700, 1, true, B.id), at(10_000, 2)],
+    {
+      keys: [A, B],
+      idp: [idp(0, 20, token(3600)), idp(9400, 20, ERROR), idp(9600, 20, throttle(30))],
+      table: [table(0, normal()), table(9900, normal(190), 2), table(9901, normal(5), 2, K)],
+    },
+  ),
   schedule('a waiter on a short deadline polls a holder whose exchange takes nearly all of it', [at(0, 0), at(5, 1)], {
     upstreamTimeoutMs: 500,
     idp: [idp(0, 450, token(3600))],

@@ -1,5 +1,5 @@
 import type { Asked, IdpCall, SimKey } from '../record';
-import { HOLD_MAX_S, HOLD_MIN_S, PEPPER_SWITCH_MS, SECOND_MS } from './contract';
+import { HOLD_MAX_S, HOLD_MIN_S, PEPPER_SWITCH_MS, REJECTION_REMEMBERED_MS, SECOND_MS, STATUS_OF } from './contract';
 import { describe, type Facts, type Hold } from './facts';
 import { type Invariant, invariant } from './invariant';
 
@@ -100,6 +100,31 @@ function duesOf(facts: Facts, asked: Asked, answeredAt: number): Due[] {
   return dues;
 }
 
+/**
+ * Whether a failure may be the request's instance's own memory, or an exchange it shared: a call for its key with that
+ * outcome on its instance, or running when it came (by any clock), or an earlier request on its instance answered it.
+ */
+function failureOwnOrShared(facts: Facts, asked: Asked, status: number): boolean {
+  const since = asked.arrivedAt - REJECTION_REMEMBERED_MS - facts.T - facts.spread;
+  return (
+    facts
+      .callsFor(asked.key)
+      .some(
+        (call) =>
+          STATUS_OF[call.outcome] === status && (call.instance === asked.instance || call.endedAt >= asked.arrivedAt - facts.spread),
+      ) ||
+    facts
+      .underWay(asked.instance, since, asked.arrivedAt)
+      .some(
+        (other) =>
+          other.id !== asked.id &&
+          other.key === asked.key &&
+          other.arrivedAt < asked.arrivedAt &&
+          facts.answers.get(other.id)?.status === status,
+      )
+  );
+}
+
 export const holdInvariants: readonly Invariant[] = [
   invariant(
     'hold kept',
@@ -155,6 +180,33 @@ export const holdInvariants: readonly Invariant[] = [
           );
           flag(answer.answeredAt, `${describe(asked)} got retry-after ${String(stated)} where the holds say ${shown.join(', ')}`);
         }
+      }
+    },
+  ),
+  invariant(
+    'hold over failure',
+    'The IdP asks to wait: "nothing more is sent to that token URL ... for that client id until its `retry-after` has passed, with `shared` from any instance; those requests get the same `503` with the seconds left (rounded up), or a kept unexpired token"; "A hold on a client id covers every request for that client id and token URL".',
+    (facts, flag) => {
+      if (!facts.shared) return;
+      for (const { asked, answer, key } of facts.answered) {
+        if (![401, 502, 504].includes(answer.status) || asked.noCache || key.kind === 'assertion') continue;
+        if (facts.callsOf(asked.id).length > 0) continue;
+        // Another key's hold on the whole client id, published to the fleet before the request came and in force by every clock.
+        const hold = facts
+          .holdsAround(key, asked.arrivedAt)
+          .find(
+            (candidate) =>
+              candidate.source.id !== key.id &&
+              candidate.instance !== asked.instance &&
+              facts.covers(candidate, key, 'surely') &&
+              answer.answeredAt < candidate.until - facts.spread &&
+              fleetKnew(facts, candidate, asked.instance, asked.arrivedAt, answer.answeredAt),
+          );
+        if (!hold || failureOwnOrShared(facts, asked, answer.status)) continue;
+        flag(
+          answer.answeredAt,
+          `${describe(asked)} got ${answer.status} under the ${hold.retryAfterS} s hold ${hold.instance} got for ${hold.source.id}, published before it came`,
+        );
       }
     },
   ),

@@ -1996,6 +1996,28 @@ describe('hold earned', () => {
   });
 });
 
+describe('hold over failure', () => {
+  it("answers a client-wide hold published before the request came, not another instance's remembered failure", () => {
+    const tell = (instance: string, arrives: number, status = 502) => {
+      const story = new Story();
+      // b's secret is proven: its throttle holds the whole client id, a among its keys; told at 9720.
+      story.miss('i1', 0, { key: 'b' });
+      story.failed('i0', 9500, 'error', { latencyMs: 20 });
+      story.failed('i1', 9700, 'throttled', { key: 'b', retryAfterS: 30, noCache: true, latencyMs: 20 });
+      const request = story.ask(instance, arrives);
+      if (status === 503) story.error(request, arrives + 5, 503, { retryAfter: 30 });
+      else story.error(request, arrives + 5, status);
+      return story.record();
+    };
+
+    expect(judge(tell('i2', 10_000, 503))).toEqual([]);
+    // Asked as the hold was told, or on the instance that met the failure (its memory's): the failure may stand.
+    expect(judge(tell('i2', 9720))).toEqual([]);
+    expect(judge(tell('i0', 10_000))).toEqual([]);
+    expect(broken(tell('i2', 9721))).toEqual(['hold over failure']);
+  });
+});
+
 describe('burst', () => {
   const erring = { phases: [failing({ kind: 'error' })] };
 

@@ -297,7 +297,7 @@ export class Facts {
     return last < sealedFrom && this.switched(issued.receiver, last, sealedFrom) && this.switched(reader, last, from);
   }
 
-  /** Whether `instance` had read the pepper as it stood after the rotation at `rotation` by `by`. */
+  /** Whether a read of the pepper as it stood after the rotation at `rotation` reached `instance` before `by` (at a thaw: in either order, so not). */
   private switched(instance: string, rotation: number, by: number): boolean {
     return this.record.pepper.some(
       (read) =>
@@ -305,7 +305,7 @@ export class Facts {
         read.fault === 'none' &&
         read.sentAt >= rotation &&
         read.answeredAt !== undefined &&
-        read.answeredAt <= by,
+        this.thawedAt(instance, read.answeredAt) < by,
     );
   }
 
@@ -333,9 +333,14 @@ export class Facts {
    * it, in whichever order the two come to it.
    */
   reachedAt(call: IdpCall): number {
-    if (this.record.mode !== 'lambda') return call.endedAt;
-    if (this.underWay(call.instance, call.endedAt, call.endedAt).length > 0) return call.endedAt;
-    return (this.requestsOn.get(call.instance) ?? []).find((asked) => asked.arrivedAt > call.endedAt)?.arrivedAt ?? Infinity;
+    return this.thawedAt(call.instance, call.endedAt);
+  }
+
+  /** When an answer that came to `instance` at `at` reached its code: then, unless it was a frozen Lambda's; then at its thaw. */
+  private thawedAt(instance: string, at: number): number {
+    if (this.record.mode !== 'lambda') return at;
+    if (this.underWay(instance, at, at).length > 0) return at;
+    return (this.requestsOn.get(instance) ?? []).find((asked) => asked.arrivedAt > at)?.arrivedAt ?? Infinity;
   }
 
   /**

@@ -388,14 +388,15 @@ function consider(visit: Visit, read: KeyRead, now: Now): Step {
   if (activity?.kind === 'claim' && activity.claim.holder === visit.ask.holder) {
     return claimWritten(visit, activity.claim, runningOf(visit.situation), { kind: 'won' }, now);
   }
-  const known = activity?.kind === 'claim' ? sighted(visit, activity.claim) : visit;
-  let watch = known.watch;
+  let watch = visit.watch;
   let verdict: Verdict | undefined;
   if (activity?.kind === 'claim') {
     const leftMs = leftOf(visit, now);
-    ({ watch, verdict } = judge(watch, activity.claim, read, visit.ask.holder, now.epoch, leftMs, visit.settings, known.finished));
+    ({ watch, verdict } = judge(watch, activity.claim, read, visit.ask.holder, now.epoch, leftMs, visit.settings, visit.finished));
   }
-  const decided = { ...known, watch };
+  // Its mark landed with this read (its own write read back): what it saw of the holder before proves nothing more.
+  const known = watch.current?.mark === 'landed' && visit.watch.current?.mark !== 'landed' ? markLanded(visit, watch) : { ...visit, watch };
+  const decided = activity?.kind === 'claim' ? sighted(known, activity.claim, verdict) : known;
   const busy = (verdict === 'alive' || verdict === 'mark') && !visit.oversize;
   // A refresh under way by a holder this request would take over, were it waiting, is still the one refresh: nobody waits on it.
   const refreshing = busy || verdict === 'dominated';
@@ -450,16 +451,28 @@ function awaitHolds(visit: Visit, situation: Extract<Situation, { kind: 'reading
   return visit.holds.kind === 'unread' ? { visit: parked, actions: [{ kind: 'read-holds' }] } : nothing(parked);
 }
 
-/** A claim read: a beat higher than the one this visit last read of its holder is a renewal, made since that read started. */
-function sighted(visit: Visit, claim: ClaimFacts): Visit {
+/**
+ * A claim read: a beat higher than the one this visit last read of its holder is a renewal, made since that read started,
+ * unless it lacks this visit's landed mark (`forged`: a copy written back).
+ */
+function sighted(visit: Visit, claim: ClaimFacts, verdict: Verdict | undefined): Visit {
   const last = visit.sightings.find((one) => one.holder === claim.holder);
   const sighting: Sighting = { holder: claim.holder, beat: claim.beat, at: visit.readAt };
   const sightings = [...visit.sightings.filter((one) => one !== last), sighting].slice(-visit.settings.kept.lineage);
-  if (!last || claim.beat <= last.beat || visit.finished.includes(claim.holder)) return { ...visit, sightings };
+  if (!last || claim.beat <= last.beat || visit.finished.includes(claim.holder) || verdict === 'forged') return { ...visit, sightings };
   const ranAfter = [...visit.ranAfter.filter(([holder]) => holder !== claim.holder), [claim.holder, last.at] as const].slice(
     -visit.settings.kept.lineage,
   );
   return { ...visit, sightings, ranAfter };
+}
+
+/**
+ * The visit once its mark landed on the claim it watches: the holder's renewals it saw before (a copy written back
+ * replays them as well) no longer show it ran after this request came; only one that echoes the mark does from now.
+ */
+function markLanded(visit: Visit, watch: Watch): Visit {
+  const holder = watch.current?.holder;
+  return { ...visit, watch, ranAfter: visit.ranAfter.filter(([one]) => one !== holder) };
 }
 
 /**
@@ -802,7 +815,7 @@ function markWritten(visit: Visit, waiting: Extract<Situation, { kind: 'waiting'
   const polling: Visit = { ...visit, situation: { ...waiting, pollAt: waiting.pollAt ?? nextPoll(visit, now) } };
   switch (result.kind) {
     case 'won':
-      return nothing({ ...polling, watch: marked(visit.watch, 'landed') });
+      return nothing(markLanded(polling, marked(visit.watch, 'landed')));
     case 'failed':
       return nothing({ ...polling, watch: marked(visit.watch, 'unknown') });
     case 'lost': {

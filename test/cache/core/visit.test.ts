@@ -973,6 +973,31 @@ describe("a waiter finds its holder's outcome", () => {
     expect(answerOf(run(renewed, [read(old, 210), 212]).actions)).toMatchObject({ cause: 'exchange' });
   });
 
+  it('for a no-cache request, no failure of a holder it saw renew but never echo its landed mark: a copy written back replays renewals, not the mark', () => {
+    const old = item({ ended: [ended('other', { kind: 'failure', failure: failure('upstream_error', 900) })] });
+    // Renewed at 102 and 260 as far as beats tell; watched 250 ms by then, it marks the claim.
+    const watched = run(
+      waitingOn({ noCache: true }),
+      [read(claimed({ beat: 1 }), 102), 104],
+      [tick(210), 210],
+      [read(claimed({ beat: 2 }), 260), 262],
+    );
+    const landed = run(watched, [wrote('mark', WON), 263]);
+    const next = (from: Step, claim: Partial<ClaimFacts>) => run(from, [tick(363), 363], [read(claimed(claim), 363), 365]);
+    const echoed = next(landed, { beat: 3, echoes: ['me'] });
+    const replayed = next(landed, { beat: 3 });
+    // Its mark's write unanswered, then read back in the claim at the same beat: landed too.
+    const readBack = next(run(watched, [wrote('mark', FAILED_WRITE), 263]), { beat: 2, echoes: ['me'] });
+
+    expect(kinds(watched.actions)).toEqual(['write:mark', 'waits']);
+    expect([watched.visit.ranAfter, landed.visit.ranAfter, readBack.visit.ranAfter]).toEqual([[['other', epoch(102)]], [], []]);
+    expect([echoed.visit.ranAfter, replayed.visit.ranAfter]).toEqual([[['other', epoch(260)]], []]);
+    expect(answerOf(run(landed, [tick(363), 363], [read(old, 363), 365]).actions)).toBeUndefined();
+    expect(answerOf(run(readBack, [tick(465), 465], [read(old, 465), 467]).actions)).toBeUndefined();
+    // A renewal that echoes the mark is the holder's own, made after the request came: its failure answers.
+    expect(answerOf(run(echoed, [tick(465), 465], [read(old, 465), 467]).actions)).toMatchObject({ cause: 'exchange' });
+  });
+
   it('for a no-cache request, no failure of a taker whose claim it saw before the holder that taker displaced ran again (seed 18115)', () => {
     // It came while 'taker' ran (taken over from 'old'); the taker failed just before it came and gave 'old' its claim back.
     const givenBack = item({

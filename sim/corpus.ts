@@ -616,4 +616,13 @@ export const corpus: readonly Schedule[] = [
     [at(0, 0), at(40_000, 0), at(40_010, 1, true), at(41_012, 2)],
     { idp: [idp(0, 20, token(60, 150_000)), idp(39_000, 1000, token(undefined, 210_050)), idp(41_011, 4500, token(3600))] },
   ),
+  schedule(
+    "a no-cache request arrives as someone with write access writes back a failed holder's claim, its renewals and then its failure, 100 ms apart",
+    [at(0, 0), at(1100, 1, true)],
+    {
+      seed: 35,
+      idp: [idp(0, 1000, ERROR), idp(1050, 20, token(3600))],
+      tampering: [{ at: 1095, key: K, action: 'replay-run', times: 5, everyMs: 100 }],
+    },
+  ),
 ];

@@ -996,6 +996,23 @@ describe("a waiter finds its holder's outcome", () => {
     expect(answerOf(run(readBack, [tick(465), 465], [read(old, 465), 467]).actions)).toBeUndefined();
     // A renewal that echoes the mark is the holder's own, made after the request came: its failure answers.
     expect(answerOf(run(echoed, [tick(465), 465], [read(old, 465), 467]).actions)).toMatchObject({ cause: 'exchange' });
+    // It stays proof when the echoing claim is read again; and a mark landing on one holder leaves another's renewals be.
+    const again = run(echoed, [tick(465), 465], [read(claimed({ beat: 3, echoes: ['me'] }), 465), 467]);
+    expect(again.visit.ranAfter).toEqual([['other', epoch(260)]]);
+    const taker = run(
+      start({ noCache: true }),
+      [read(claimed({ holder: 'a' }), 0), 2],
+      [tick(102), 102],
+      [read(claimed({ holder: 'a', beat: 1 }), 102), 104],
+      [tick(206), 206],
+      [read(claimed({ lineage: ['a'] }), 206), 208],
+      [tick(360), 360],
+      [read(claimed({ lineage: ['a'] }), 460), 462],
+    );
+    expect([kinds(taker.actions), run(taker, [wrote('mark', WON), 463]).visit.ranAfter.map(([holder]) => holder)]).toEqual([
+      ['write:mark', 'waits'],
+      ['a'],
+    ]);
   });
 
   it('for a no-cache request, no failure of a taker whose claim it saw before the holder that taker displaced ran again (seed 18115)', () => {

@@ -8,42 +8,40 @@ import { type Invariant, invariant } from './invariant';
 // got it knows at once; the fleet (`shared`) from the answer it was published before.
 
 /**
- * Whether an instance other than the hold's own surely knew it for a request that arrived at `arrivedAt`,
- * until `until`: published before the request came, and no fault in the way of the publication or the read,
- * no adversary on the hold's items, no pepper rotation from 60 s before it to then.
+ * When a hold's publication surely stood until `until`: told with no fault in the way of its instance, no adversary on
+ * the hold's items, no pepper rotation from 60 s before it to then; undefined if it was not.
  */
-function fleetKnew(facts: Facts, hold: Hold, instance: string, arrivedAt: number, until: number): boolean {
-  return (
-    facts.shared &&
-    hold.told !== undefined &&
-    arrivedAt > hold.told &&
-    !facts.troubled(hold.instance, hold.from, hold.told) &&
-    !facts.tamperedItems((item) => facts.holdItem(item, hold.source), hold.from, until) &&
-    // A rotation within the 60 s before it began: its instance may have sealed it with the pepper the fleet then ignores.
-    !facts.rotated(hold.from - PEPPER_SWITCH_MS, until) &&
-    // "The table never costs an answer ... at worst the request goes to the IdP itself."
-    !facts.troubled(instance, arrivedAt, until)
-  );
+function publishedFor(facts: Facts, hold: Hold, until: number): number | undefined {
+  if (!facts.shared || hold.told === undefined || facts.troubled(hold.instance, hold.from, hold.told)) return undefined;
+  if (facts.tamperedItems((item) => facts.holdItem(item, hold.source), hold.from, until)) return undefined;
+  // A rotation within the 60 s before it began: its instance may have sealed it with the pepper the fleet then ignores.
+  return facts.rotated(hold.from - PEPPER_SWITCH_MS, until) ? undefined : hold.told;
 }
 
 /**
- * Whether a request learnt of a hold from the exchange it waited on: earned by a call running when it came, told before
- * its answer, and its instance read the hold's item after that, with no fault, trouble, adversary or rotation in the way
+ * Whether an instance other than the hold's own surely knew it for a request that arrived at `arrivedAt`,
+ * until `until`: published before the request came (as `publishedFor`), and no fault in the way of the read.
+ */
+function fleetKnew(facts: Facts, hold: Hold, instance: string, arrivedAt: number, until: number): boolean {
+  const told = publishedFor(facts, hold, until);
+  // "The table never costs an answer ... at worst the request goes to the IdP itself."
+  return told !== undefined && arrivedAt > told && !facts.troubled(instance, arrivedAt, until);
+}
+
+/**
+ * Whether a request learnt of a hold from the exchange it waited on: earned by a call running when it came, published
+ * (as `publishedFor`) before its answer, and its instance read the hold's item after that with no fault
  * (Bursts: those that arrive while an exchange runs "share that exchange and its outcome"; "A hold is never shortened").
  */
 function heardWaiting(facts: Facts, hold: Hold, asked: Asked, answeredAt: number): boolean {
-  const { call, told } = hold;
-  const item = (name: string) => facts.holdItem(name, hold.source);
+  const { call } = hold;
+  const told = publishedFor(facts, hold, answeredAt);
   return (
-    facts.shared &&
+    told !== undefined &&
     call.sentAt <= asked.arrivedAt &&
     call.endedAt > asked.arrivedAt &&
-    told !== undefined &&
     answeredAt < hold.until - facts.spread &&
-    !facts.troubled(hold.instance, hold.from, told) &&
-    !facts.tamperedItems(item, hold.from, answeredAt) &&
-    !facts.rotated(hold.from - PEPPER_SWITCH_MS, answeredAt) &&
-    facts.readBetween(asked.instance, item, told, answeredAt)
+    facts.readBetween(asked.instance, (name) => facts.holdItem(name, hold.source), told, answeredAt)
   );
 }
 

@@ -625,4 +625,14 @@ export const corpus: readonly Schedule[] = [
       tampering: [{ at: 1095, key: K, action: 'replay-run', times: 5, everyMs: 100 }],
     },
   ),
+  schedule(
+    "while the item keeps a stale 150 KB token, a holder gets a token that cannot be kept one byte over the item's room; a no-cache waiter, a later request claims at once and its own call is slow",
+    [at(0, 0), at(40_000, 0), at(40_010, 1, true), at(41_012, 2)],
+    { idp: [idp(0, 20, token(60, 150_000)), idp(39_000, 1000, token(undefined, 210_051)), idp(41_011, 4500, token(3600))] },
+  ),
+  schedule(
+    'four no-cache requests share one exchange that brings a 210 KB token that cannot be kept, while the item keeps a fresh 150 KB token; then three more',
+    [at(0, 0), ...[0, 1, 2, 3].map((i) => at(40_000 + i * 10, i, true)), ...[1, 2, 3].map((i) => at(42_000 + i * 10, i, true))],
+    { idp: [idp(0, 20, token(3600, 150_000)), idp(39_000, 1000, token(undefined, 210_100))] },
+  ),
 ];

@@ -62,6 +62,8 @@ export const PEPPER_SWITCH_MS = 60_000;
  * choice, in TOKEN-CACHE.md "Large tokens": "A kept token over 300 KB is kept in memory only".
  */
 export const SHARED_TOKEN_LIMIT_BYTES = 300_000;
+/** Likewise: "An item carries 360 KB of tokens: its kept one ... and those that cannot be kept riding along for waiters". */
+export const ITEM_TOKEN_BYTES = 360_000;
 /** A unit, not a rule: `expires_in` and `retry-after` count seconds (RFC 6749 5.1; RFC 9110 10.2.3). */
 export const SECOND_MS = 1000;
 

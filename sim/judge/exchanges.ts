@@ -138,7 +138,7 @@ export const exchangeInvariants: readonly Invariant[] = [
                   facts.tampered(key.id, first.sentAt, call.sentAt) ||
                   facts.rotated(call.sentAt - PEPPER_SWITCH_MS, call.sentAt) ||
                   // DynamoDB's item limit: the table cannot hold it, so none can wait on it there.
-                  facts.tokensWithin(key.id, -Infinity, call.sentAt).some((issued) => issued.call.bytes > SHARED_TOKEN_LIMIT_BYTES)));
+                  facts.tooLargeBefore(key.id, call.sentAt)));
             if (excused) continue;
             counted++;
             if (counted > limit + stopped && !flagged.has(call)) {
@@ -196,8 +196,10 @@ export const exchangeInvariants: readonly Invariant[] = [
             facts.tampered(key.id, from - facts.T, second.sentAt) ||
             facts.rotated(second.sentAt - PEPPER_SWITCH_MS, second.sentAt) ||
             facts.stoppedHolders(key.id, first.sentAt, second.sentAt).some((holder) => holder.instance === first.instance) ||
-            // DynamoDB's item limit: a token too large for the table is each instance's own to refresh.
-            (heldIn(facts, second, 'refresh')?.call.bytes ?? 0) > SHARED_TOKEN_LIMIT_BYTES;
+            // DynamoDB's item limit: a token too large for the table is each instance's own to refresh, as is every token
+            // of a key one of whose tokens found no room there (nobody waits on its claims).
+            (heldIn(facts, second, 'refresh')?.call.bytes ?? 0) > SHARED_TOKEN_LIMIT_BYTES ||
+            facts.tooLargeBefore(key.id, second.sentAt);
           if (!excused)
             flag(
               second.sentAt,

@@ -7,6 +7,7 @@ import {
   HOLD_MAX_S,
   HOLD_MIN_S,
   HOLD_UNSAID_S,
+  ITEM_TOKEN_BYTES,
   SHARED_TOKEN_LIMIT_BYTES,
   PEPPER_SWITCH_MS,
   PROOF_LIFETIMES,
@@ -143,6 +144,7 @@ export class Facts {
   private readonly noCacheMisses = new Map<string, Moments<Answered>>();
   private readonly holdsByClient = new Map<string, Moments<Hold>>();
   private readonly holdsByCall = new Map<IdpCall, Hold>();
+  private readonly firstTooLarge = new Map<string, number>();
 
   constructor(readonly record: SimRecord) {
     this.T = record.upstreamTimeoutMs;
@@ -203,6 +205,37 @@ export class Facts {
   /** Tokens of `key` a kept copy of which may still live at `at` (issued no longer than its longest life ago). */
   tokensAlive(key: string, at: number, lifetimes = 1): Issued[] {
     return this.tokensWithin(key, at - lifetimes * (this.longestLife.get(key) ?? 0) - this.spread, at);
+  }
+
+  /**
+   * Whether a token that cannot be kept found no room in its key's item beside another of the key that may have stood there
+   * with it: the kept one while unexpired, or one riding along while its outcome was of use (ITEM_TOKEN_BYTES together).
+   */
+  squeezed(call: IdpCall): boolean {
+    const issued = this.tokens.get(call.token ?? '');
+    if (!this.shared || !issued || issued.life.kept) return false;
+    const usefulMs = this.T + this.spread;
+    return this.tokensWithin(issued.key.id, -Infinity, call.endedAt + usefulMs).some(
+      (other) =>
+        other !== issued &&
+        other.call.bytes + call.bytes > ITEM_TOKEN_BYTES &&
+        (other.life.kept
+          ? other.call.bytes <= SHARED_TOKEN_LIMIT_BYTES && other.issuedAt + other.life.lifeMs + this.spread >= call.sentAt
+          : other.issuedAt + usefulMs >= call.sentAt),
+    );
+  }
+
+  /** Whether a token of `key` issued by `at` could not reach waiters through the table (DynamoDB's item limit). */
+  tooLargeBefore(key: string, at: number): boolean {
+    let first = this.firstTooLarge.get(key);
+    if (first === undefined) {
+      const large = this.tokensWithin(key, -Infinity, Infinity).find(
+        (issued) => issued.call.bytes > SHARED_TOKEN_LIMIT_BYTES || this.squeezed(issued.call),
+      );
+      first = large?.issuedAt ?? Infinity;
+      this.firstTooLarge.set(key, first);
+    }
+    return first <= at;
   }
 
   /** The answers that carried `token`. */

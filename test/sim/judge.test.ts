@@ -2236,6 +2236,26 @@ describe('burst', () => {
     expect(broken(tell(300_000))).toEqual(['burst']);
   });
 
+  it('excuses the calls after a token that cannot be kept found no room beside the kept one (360 KB together, as the docs say)', () => {
+    const tell = (bytes: number, keptS = 3600, firstAt = 0) => {
+      const story = new Story({ skews: [0, 0, 0, 0, 0] });
+      story.miss('i0', firstAt, { bytes: 150_000, expiresIn: keptS });
+      story.miss('i1', 40_000, { noCache: true, latencyMs: 1000, expiresIn: 20, bytes });
+      story.miss('i2', 40_010, { noCache: true, sentAt: 41_030 });
+      story.miss('i3', 40_020, { noCache: true, sentAt: 41_040 });
+      story.miss('i4', 40_030, { noCache: true, sentAt: 41_050 });
+      return story.record();
+    };
+
+    expect(judge(tell(210_001))).toEqual([]);
+    expect(broken(tell(210_000))).toEqual(['burst']);
+    // Expired, the kept token leaves its room (only its dates stay).
+    expect(broken(tell(210_001, 35))).toEqual(['burst']);
+    // One that cannot be kept takes the room while its own waiters may still come for it, and no longer.
+    expect(judge(tell(210_001, 20, 39_000))).toEqual([]);
+    expect(broken(tell(210_001, 20, 30_000))).toEqual(['burst']);
+  });
+
   it('with memory, counts only the calls of the instance whose exchange began the burst', () => {
     const story = new Story({ ...erring, cache: 'memory' });
     burst(story, ['i0', 500], ['i1', 600], ['i2', 700]);
@@ -2354,6 +2374,21 @@ describe('one refresh at a time', () => {
 
     expect(judge(kept)).toEqual([]);
     expect(broken(past)).toEqual(['one refresh at a time']);
+  });
+
+  it('lets each instance refresh its own once a token of the key found no room in the item beside the kept one', () => {
+    const tell = (bytes: number) => {
+      const story = new Story();
+      const { token } = story.miss('i0', 0, { bytes: 150_000 });
+      story.kept('i1', 1000, token);
+      story.miss('i2', 10_000, { noCache: true, expiresIn: 20, bytes });
+      story.miss('i0', 60_000, { latencyMs: 100 });
+      story.miss('i1', 60_050);
+      return story.record();
+    };
+
+    expect(judge(tell(210_001))).toEqual([]);
+    expect(broken(tell(210_000))).toEqual(['one refresh at a time']);
   });
 
   it('with memory, once at a time per instance', () => {

@@ -668,13 +668,10 @@ function claimKey(visit: Visit, over: ClaimFacts | undefined, now: Now, readMs: 
     lineage: over ? lineageAfter(over, visit.settings) : [],
     echoes: [],
   };
-  const base = visit.mirror;
-  const memo = memoOf(visit, base?.memo ?? EMPTY_MEMO);
   const state: KeyItem = {
     kind: 'key',
-    memo,
+    ...carrying(visit, memoOf(visit, visit.mirror?.memo ?? EMPTY_MEMO), now),
     activity: { kind: 'claim', claim },
-    ended: carried(visit, base?.ended ?? [], now, tokenRoom(visit, memo)),
   };
   const exchange = runningOf(visit.situation);
   // The claim's write may take twice what the read just took (a loaded table): the hedge waits for it, within its cap.
@@ -743,13 +740,10 @@ function renewLater(visit: Visit, claim: ClaimFacts, exchange: Running, now: Now
 function renew(visit: Visit, claim: ClaimFacts, exchange: Running, rewrites: number, now: Now): Step {
   const next = renewal(visit, claim, exchange, now);
   // A holder knows its item: the claim it wrote, or what a read or a refused renewal showed (absent, once displaced).
-  const base = visit.mirror;
-  const memo = memoOf(visit, base?.memo ?? EMPTY_MEMO);
   const state: KeyItem = {
     kind: 'key',
-    memo,
+    ...carrying(visit, memoOf(visit, visit.mirror?.memo ?? EMPTY_MEMO), now),
     activity: { kind: 'claim', claim: next },
-    ended: carried(visit, base?.ended ?? [], now, tokenRoom(visit, memo)),
   };
   const sent = write(
     { ...visit, situation: { kind: 'holding', claim: next, exchange, renewAt: now.mono, renewing: true, rewrites } },
@@ -998,10 +992,9 @@ function publication(
     const bytes = tokenBytes(entry.token);
     const inline = !keepable(entry.token) && bytes <= tokenRoom(visit, memo);
     const token = kept ? 'kept' : inline ? storedOf(entry) : 'unshared';
-    // A token no item can carry (so neither kept nor inline) reaches no waiter through the table: the key's next ones will not either.
-    if (bytes > visit.settings.itemTokenBytes) {
-      memo = { ...memo, oversizeUntil: epochMs(Math.max(memo.oversizeUntil, now.epoch + visit.settings.oversizeKnownMs)) };
-    }
+    // A token the item cannot carry (too large for any, or without room beside the kept one) reaches no waiter through the
+    // table: the key's next ones may not either.
+    if (keepable(entry.token) ? bytes > visit.settings.itemTokenBytes : !inline) memo = crowded(memo, visit, now);
     const until = epochMs(now.epoch + visit.settings.upstreamTimeoutMs);
     const answerBy = epochMs(now.epoch + answerAt - now.mono);
     ownEnded.push({
@@ -1017,7 +1010,8 @@ function publication(
   const activity =
     base?.activity.kind === 'claim' && base.activity.claim.holder !== visit.ask.holder ? base.activity : released(visit, base, now);
   const own = ownEnded.reduce((sum, one) => sum + inlineBytes(one), 0);
-  return { kind: 'key', memo, activity, ended: [...carried(visit, base?.ended ?? [], now, tokenRoom(visit, memo) - own), ...ownEnded] };
+  const kept = carrying(visit, memo, now, own);
+  return { kind: 'key', memo: kept.memo, activity, ended: [...kept.ended, ...ownEnded] };
 }
 
 /** What a visit's own claim leaves: the claim it took over from a holder it outlasts, renewed, while that holder's exchange may run. */
@@ -1276,20 +1270,41 @@ function firstEnding(outcomes: readonly Ended[]): number {
   return ends.indexOf(epochMs(Math.min(...ends)));
 }
 
+/** The memo and the outcomes a write keeps, `own` bytes of tokens going to its own outcome first. */
+function carrying(visit: Visit, memo: KeyMemo, now: Now, own = 0): Pick<KeyItem, 'memo' | 'ended'> {
+  const { ended, squeezed } = carried(visit, visit.mirror?.ended ?? [], now, tokenRoom(visit, memo) - own);
+  // A waiter whose token was squeezed out would wait on the next claim in vain: for a while, nobody waits on the key's claims.
+  return { memo: squeezed ? crowded(memo, visit, now) : memo, ended };
+}
+
+/** The memo of a key whose tokens are known not to fit in its item: each instance asks for its own. */
+function crowded(memo: KeyMemo, visit: Visit, now: Now): KeyMemo {
+  return { ...memo, oversizeUntil: epochMs(Math.max(memo.oversizeUntil, now.epoch + visit.settings.oversizeKnownMs)) };
+}
+
 /** The outcomes a write carries forward: those still of use to someone, the last few, and tokens of their own only while they fit. */
-function carried(visit: Visit, ended: readonly Ended[], now: Now, room: number): readonly Ended[] {
+function carried(
+  visit: Visit,
+  ended: readonly Ended[],
+  now: Now,
+  room: number,
+): { readonly ended: readonly Ended[]; readonly squeezed: boolean } {
   const live = ended.filter((outcome) => endsAt(outcome) + CLOCK_TOLERANCE_MS > now.epoch);
   // Past the bound, the oldest go first, holds last of all and the one that ends first: no later outcome shortens a hold.
   while (live.length > visit.settings.kept.ended) {
     const drop = live.findIndex((outcome) => !(outcome.outcome.kind === 'failure' && isHold(outcome.outcome.failure)));
     live.splice(drop < 0 ? firstEnding(live) : drop, 1);
   }
-  return live
+  let squeezed = false;
+  const kept = live
     .reverse()
     .map((outcome): Ended => {
       if (outcome.outcome.kind !== 'answered' || typeof outcome.outcome.token !== 'object') return outcome;
       room -= inlineBytes(outcome);
-      return room >= 0 ? outcome : { ...outcome, outcome: { ...outcome.outcome, token: 'unshared' } };
+      if (room >= 0) return outcome;
+      squeezed = true;
+      return { ...outcome, outcome: { ...outcome.outcome, token: 'unshared' } };
     })
     .reverse();
+  return { ended: kept, squeezed };
 }

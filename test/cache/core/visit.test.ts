@@ -595,12 +595,15 @@ describe('what a claim carries of the outcomes before it', () => {
       by: 'there',
       after: epochMs(0),
     });
-    const { actions } = run(start(), [read(item({ ended: [answeredBy('a', -100, big('a')), answeredBy('b', -100, big('b'))] })), 2]);
+    const claimWith = (ended: Ended[]) => writeOf(run(start(), [read(item({ ended })), 2]).actions, 'claim')?.state;
+    const [squeezed, both] = [
+      claimWith([answeredBy('a', -100, big('a')), answeredBy('b', -100, big('b'))]),
+      claimWith([answeredBy('b', -100, big('b'))]),
+    ];
 
-    expect(writeOf(actions, 'claim')?.state.ended.map((one) => one.outcome.kind === 'answered' && typeof one.outcome.token)).toEqual([
-      'string',
-      'object',
-    ]);
+    expect(squeezed?.ended.map((one) => one.outcome.kind === 'answered' && typeof one.outcome.token)).toEqual(['string', 'object']);
+    // The older one's waiters would wait on the next claims in vain: for a while nobody waits on the key's claims.
+    expect([squeezed?.memo.oversizeUntil, both?.memo.oversizeUntil]).toEqual([epoch(2 + SETTINGS.oversizeKnownMs), epochMs(0)]);
   });
 });
 
@@ -675,13 +678,16 @@ describe("a token's place in the item", () => {
     const publishedWith = (state: KeyItem) => {
       const held = run(start(), [read(state), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);
       const { actions } = run(held, [gotToken(big('short', 20, -50)), 50]);
-      return writeOf(actions, 'publish')?.state.ended.at(-1)?.outcome;
+      return writeOf(actions, 'publish')?.state;
     };
     // The kept token, this instance's own, is in its refresh window: the visit claims the key to refresh it.
     const due = big('kept', 3600, 3_215_000);
+    const [squeezed, alone] = [publishedWith(keeping(due)), publishedWith(item())];
 
-    expect(publishedWith(keeping(due))).toMatchObject({ kind: 'answered', token: 'unshared' });
-    expect(publishedWith(item())).toMatchObject({ kind: 'answered', token: { by: 'here' } });
+    expect(squeezed?.ended.at(-1)?.outcome).toMatchObject({ kind: 'answered', token: 'unshared' });
+    expect(alone?.ended.at(-1)?.outcome).toMatchObject({ kind: 'answered', token: { by: 'here' } });
+    // Its waiters would otherwise wait on the key's next claims in vain: for a while nobody does.
+    expect([squeezed?.memo.oversizeUntil, alone?.memo.oversizeUntil]).toEqual([epoch(50 + SETTINGS.oversizeKnownMs), epochMs(0)]);
   });
 
   it("gives a kept token's room to waiters once it has expired: it stays as proof of the secret, without its body", () => {

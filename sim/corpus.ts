@@ -635,4 +635,59 @@ export const corpus: readonly Schedule[] = [
     [at(0, 0), ...[0, 1, 2, 3].map((i) => at(40_000 + i * 10, i, true)), ...[1, 2, 3].map((i) => at(42_000 + i * 10, i, true))],
     { idp: [idp(0, 20, token(3600, 150_000)), idp(39_000, 1000, token(undefined, 210_100))] },
   ),
+  schedule(
+    'instances never frozen: a request waits on a holder whose publication is slow while another exchange, sent without the table, times out before its deadline',
+    [at(0, 0), at(2900, 2), at(3000, 1)],
+    {
+      mode: 'concurrent',
+      idp: [idp(0, 8000, token(3600)), idp(1000, 2000, token(3600))],
+      table: [table(0, normal()), table(0, { kind: 'error' }, 0), table(50, normal(), 0), table(4800, normal(800), 2)],
+    },
+  ),
+  schedule(
+    'a request on a slow-table instance comes while a token that cannot be kept is fetched and finds it published, and two on slower tables ask the IdP past their hedge',
+    [at(0, 0), at(950, 1), at(990, 2), at(995, 3)],
+    {
+      idp: [idp(0, 1000, token(undefined)), idp(500, 200, token(undefined))],
+      table: [table(0, normal()), table(0, normal(150), 1), table(0, normal(700), 2), table(0, normal(700), 3)],
+    },
+  ),
+  schedule(
+    'three warm instances race for a key while another instance, its table slow, asks the IdP past its hedge, and their table slows from 80 ms to 150 ms between their read and their claim',
+    [
+      at(0, 0, false, W.id),
+      at(0, 1, false, W.id),
+      at(0, 2, false, W.id),
+      at(400, 0, false, W.id),
+      at(400, 1, false, W.id),
+      at(400, 2, false, W.id),
+      at(9800, 3),
+      at(10001, 0),
+      at(10001, 1),
+      at(10001, 2),
+    ],
+    {
+      keys: [A, W],
+      idp: [idp(0, 50, token(3600))],
+      table: [table(0, normal(80)), table(0, normal(300), 3), ...[0, 1, 2].map((i) => table(10081, normal(150), i))],
+    },
+  ),
+  schedule(
+    "a no-cache request arrives as someone with write access writes back a takeover's claim and then the slow holder's claim it gave back with its error, 250 ms apart",
+    [at(0, 0), at(1300, 1), at(1805, 2, true)],
+    {
+      seed: 1,
+      idp: [idp(0, 4000, token(3600)), idp(1000, 20, ERROR), idp(1500, 20, token(3600))],
+      tampering: [{ at: 1800, key: K, action: 'replay-run', times: 2, everyMs: 250 }],
+    },
+  ),
+  schedule(
+    "a request arrives as someone with write access writes back a holder's claim, its renewal and then its IdP error from five seconds before",
+    [at(0, 0), at(5001, 1)],
+    {
+      seed: 7,
+      idp: [idp(0, 300, ERROR), idp(1000, 20, token(3600))],
+      tampering: [{ at: 5000, key: K, action: 'replay-run', times: 3, everyMs: 100 }],
+    },
+  ),
 ];

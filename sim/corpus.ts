@@ -690,4 +690,46 @@ export const corpus: readonly Schedule[] = [
       tampering: [{ at: 5000, key: K, action: 'replay-run', times: 3, everyMs: 100 }],
     },
   ),
+  schedule('a token of exactly 30 s, then an IdP error 2 s later on the same instance', [at(0, 0), at(2000, 0)], {
+    idp: [idp(0, 20, token(30)), idp(1000, 20, ERROR)],
+  }),
+  schedule(
+    'a no-cache token whose publication fails, then the same instance looks in the table 40 s later',
+    [at(0, 0), at(6000, 0, true), at(40_000, 0), at(41_000, 1)],
+    {
+      table: [table(0, normal()), table(5990, { kind: 'error' }, 0), table(7000, normal(), 0)],
+    },
+  ),
+  schedule(
+    'two secrets of a proven client throttled at once on one concurrent instance, the longer hold first, then a no-cache request within it, memory only',
+    [at(0, 0), at(100, 0, false, B.id), at(6000, 0, true), at(6010, 0, true, B.id), at(9000, 0, true, B.id)],
+    {
+      cache: 'memory',
+      mode: 'concurrent',
+      keys: [A, B],
+      idp: [idp(0, 20, token(3600)), idp(5990, 500, throttle(2)), idp(6005, 100, throttle(30)), idp(6100, 20, token(3600))],
+    },
+  ),
+  schedule('a token whose publication fails, then its instance looks in the table 40 s later', [at(0, 0), at(40_000, 0)], {
+    table: [table(0, { kind: 'error' }, 0), table(1000, normal(), 0)],
+  }),
+  schedule(
+    'a holder meets an IdP error while its table turns slow, and a no-cache request arrives on another instance before the error is published',
+    [at(0, 0), at(1100, 1, true)],
+    {
+      idp: [idp(0, 1000, ERROR), idp(1050, 20, token(3600))],
+      table: [table(0, normal()), table(900, { kind: 'slow', minMs: 600, maxMs: 600 }, 0)],
+    },
+  ),
+  schedule(
+    'on a concurrent instance, a refresh ahead is held back by a 1 s throttle another secret of its client met there just before, while the key item is slow; then one request just after the hold ends',
+    [at(0, 0), at(100, 0, false, B.id), at(59_990, 0, true, B.id), at(60_035, 0), at(61_200, 0)],
+    {
+      mode: 'concurrent',
+      durationMs: 95_000,
+      keys: [A, B],
+      idp: [idp(0, 20, token(120)), idp(59_900, 80, throttle(1)), idp(60_020, 20, token(120))],
+      table: [table(0, normal()), table(60_000, normal(150), 0, K)],
+    },
+  ),
 ];

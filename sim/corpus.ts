@@ -732,4 +732,34 @@ export const corpus: readonly Schedule[] = [
       table: [table(0, normal()), table(60_000, normal(150), 0, K)],
     },
   ),
+  schedule(
+    "a waiter on an instance whose table answers in 100 ms arrives as someone with write access writes back a finished holder's twenty renewals one by one, 250 ms apart",
+    [at(0, 0), at(4910, 1)],
+    {
+      seed: 35,
+      idp: [idp(0, 4800, token(3600)), idp(1000, 20, token(3600))],
+      table: [table(0, normal()), table(4000, normal(100), 1)],
+      tampering: [{ at: 4900, key: K, action: 'replay-run', times: 20, everyMs: 250 }],
+    },
+  ),
+  schedule(
+    'six instances whose table failed at arrival have exchanges running that end in key throttles one after another (the fifth for 30 s), then a fresh instance asks once the short ones are over',
+    [1, 2, 3, 4, 5, 6].map((i) => at(i * 10, i)).concat([at(7000, 7)]),
+    {
+      idp: [...[1, 2, 3, 4, 5, 6].map((i) => idp(i * 10, 600 + i * 110, throttle(i === 5 ? 30 : 5))), idp(1000, 20, token(3600))],
+      table: [
+        table(0, normal()),
+        ...[1, 2, 3, 4, 5, 6].map((i) => table(0, { kind: 'error' }, i)),
+        ...[1, 2, 3, 4, 5, 6].map((i) => table(200, normal(), i)),
+      ],
+    },
+  ),
+  schedule(
+    'concurrent mode: a slow exchange, a later request on its instance takes over and meets a 401, the slow token comes, another instance keeps a copy, then an outage once it is stale',
+    [at(0, 1), at(1100, 1), at(3000, 2), at(97_000, 2)],
+    {
+      mode: 'concurrent',
+      idp: [idp(0, 1500, token(120)), idp(1000, 20, REJECT), idp(2000, 20, token(120)), idp(90_000, 20, ERROR)],
+    },
+  ),
 ];

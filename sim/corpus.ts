@@ -762,4 +762,25 @@ export const corpus: readonly Schedule[] = [
       idp: [idp(0, 1500, token(120)), idp(1000, 20, REJECT), idp(2000, 20, token(120)), idp(90_000, 20, ERROR)],
     },
   ),
+  schedule(
+    "a no-cache request on a 1 s deadline arrives as someone with write access writes back a failed holder's claims, renewals and error, 60 ms apart",
+    [at(0, 0), at(351, 1, true)],
+    {
+      seed: 7,
+      upstreamTimeoutMs: 1000,
+      idp: [idp(0, 300, ERROR), idp(320, 20, token(3600))],
+      tampering: [{ at: 350, key: K, action: 'replay-run', times: 12, everyMs: 60 }],
+    },
+  ),
+  schedule(
+    "a no-cache request on an instance whose table answers in 150 ms arrives just after a takeover met an IdP error and gave back a slow holder's claim, as someone with write access writes back the holder's older claim, then the taker's claim, then the item with the taker's error, 200 ms apart",
+    [at(0, 2, false, W.id), at(2000, 0), at(3300, 1), at(3340, 2, true)],
+    {
+      seed: 1,
+      keys: [A, W],
+      idp: [idp(0, 20, token(3600)), idp(1900, 4000, token(3600)), idp(3000, 20, ERROR), idp(3330, 20, token(3600))],
+      table: [table(0, normal()), table(0, normal(150), 2)],
+      tampering: [{ at: 3350, key: K, action: 'replay-run', times: 3, everyMs: 200 }],
+    },
+  ),
 ];

@@ -238,8 +238,6 @@ export interface Visit {
   readonly ranAfter: readonly (readonly [holder: string, at: EpochMs])[];
   /** Holders whose outcome this visit has read: their exchange is over, so a claim of theirs read later is an old copy written back. */
   readonly finished: readonly string[];
-  /** Holders whose outcome its first look at the item showed: their exchange may have ended before this request came. */
-  readonly endedAtFirstLook: readonly string[];
 }
 
 interface Outlasting {
@@ -296,7 +294,6 @@ export function startVisit(ask: VisitAsk, settings: CacheSettings, hedge: Hedge,
     sightings: [],
     ranAfter: [],
     finished: [],
-    endedAtFirstLook: [],
     outlasts: [],
     outlasting: undefined,
   };
@@ -540,7 +537,6 @@ function learn(visit: Visit, read: KeyRead, now: Now): Visit {
     ...visit,
     ranAfter,
     finished: remembered(visit.finished, endedHolders, visit.settings.kept.lineage),
-    endedAtFirstLook: visit.confirmed ? visit.endedAtFirstLook : endedHolders,
     readAt: epochMs(now.epoch - (now.mono - read.startedAt)),
     priorReadAt: visit.readAt,
     appeared: visit.mirror
@@ -585,18 +581,9 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
     const over = failure.until <= now.epoch;
     const waitedOut = over && failure.code === 'upstream_timeout' && waitedFor(visit.watch, ended.holder, ended.lineage);
     if ((over && !waitedOut) || visit.outlasts.includes(ended.holder)) return undefined;
-    // A no-cache request takes no remembered failure: only one of an exchange this visit saw running after it came,
-    // or of one that took such an exchange over (it ran after too, unless this visit saw the taker's claim: a holder it
-    // displaced may be seen running again; nor one published by its first look: it may have ended before this request
-    // came and given the holder its claim back), or one its writer dated after this request came (Clocks).
-    const takenOverSince = (holder: string) =>
-      ended.lineage.includes(holder) &&
-      !visit.endedAtFirstLook.includes(ended.holder) &&
-      !visit.sightings.some((one) => one.holder === ended.holder);
-    const ranSince =
-      visit.ranAfter.some(([holder]) => holder === ended.holder || takenOverSince(holder)) ||
-      happenedAt(ended.outcome.failure) >= visit.ask.arrivedAt;
-    if (visit.ask.noCache && !isHold(failure) && !ranSince) return undefined;
+    // A no-cache request takes no remembered failure: only one its writer dated after this request came (Clocks). Having
+    // seen the exchange run proves nothing: copies written back replay its claims and renewals, never a later date.
+    if (visit.ask.noCache && !isHold(failure) && happenedAt(failure) < visit.ask.arrivedAt) return undefined;
     return failWith(visit, outcomeOf(visit, failure, waitedOut ? 'deadline' : 'exchange', now), now);
   }
   const entry = sharedToken(ended.outcome, state as KeyItem, visit.ask.instance);

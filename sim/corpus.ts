@@ -783,4 +783,9 @@ export const corpus: readonly Schedule[] = [
       tampering: [{ at: 3350, key: K, action: 'replay-run', times: 3, everyMs: 200 }],
     },
   ),
+  schedule(
+    'two bursts for a 400 KB token that cannot be kept, the IdP taking 3 s for the second',
+    [at(0, 0), at(10, 1), at(20_000, 0), at(20_010, 1)],
+    { idp: [idp(0, 1000, token(undefined, 400_000)), idp(10_000, 3000, token(undefined, 400_000))] },
+  ),
 ];

@@ -64,6 +64,8 @@ export const PEPPER_SWITCH_MS = 60_000;
 export const SHARED_TOKEN_LIMIT_BYTES = 300_000;
 /** Likewise: "An item carries 360 KB of tokens: its kept one ... and those that cannot be kept riding along for waiters". */
 export const ITEM_TOKEN_BYTES = 360_000;
+/** Likewise: "a token the item cannot carry ... reaches none of its waiters: they ask for their own at once, and for an hour nobody waits on that key's claims". */
+export const OVERSIZE_KNOWN_MS = 3_600_000;
 /** A unit, not a rule: `expires_in` and `retry-after` count seconds (RFC 6749 5.1; RFC 9110 10.2.3). */
 export const SECOND_MS = 1000;
 

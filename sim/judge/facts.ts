@@ -8,6 +8,7 @@ import {
   HOLD_MIN_S,
   HOLD_UNSAID_S,
   ITEM_TOKEN_BYTES,
+  OVERSIZE_KNOWN_MS,
   SHARED_TOKEN_LIMIT_BYTES,
   PEPPER_SWITCH_MS,
   PROOF_LIFETIMES,
@@ -223,6 +224,24 @@ export class Facts {
           ? other.call.bytes <= SHARED_TOKEN_LIMIT_BYTES && other.issuedAt + other.life.lifeMs + this.spread >= call.sentAt
           : other.issuedAt + usefulMs >= call.sentAt),
     );
+  }
+
+  /**
+   * Whether the fleet surely knew at `at` that `key`'s tokens may not fit in its item: one over an item's room was published
+   * (its request answered with no trouble) within the hour before, and its item was left alone since ("Large tokens").
+   */
+  oversizeKnown(key: string, at: number): boolean {
+    return this.tokensWithin(key, at - OVERSIZE_KNOWN_MS + this.spread, at).some((issued) => {
+      const told = this.answers.get(issued.call.request)?.answeredAt;
+      const asked = this.requests.get(issued.call.request)?.arrivedAt ?? issued.call.sentAt;
+      return (
+        issued.call.bytes > ITEM_TOKEN_BYTES &&
+        told !== undefined &&
+        told < at &&
+        !this.troubled(issued.receiver, asked, told) &&
+        this.intact(key, told, at)
+      );
+    });
   }
 
   /** Whether a token of `key` issued by `at` could not reach waiters through the table (DynamoDB's item limit). */

@@ -91,10 +91,10 @@ function waitedOut(facts: Facts, asked: Asked, own: IdpCall): boolean {
   const before = facts
     .callsFor(asked.key)
     .filter((call) => call.request !== asked.id && call.sentAt < own.sentAt && call.endedAt > asked.arrivedAt);
-  return (
-    before.length > 0 &&
-    before.every((call) => call.instance !== asked.instance && call.endedAt <= own.sentAt && outlasts(facts, asked, call))
-  );
+  const waited = (call: IdpCall) => call.instance !== asked.instance && call.endedAt <= own.sentAt;
+  // Once the fleet knew the key's tokens do not fit in its item, nobody waits on its claims ("Large tokens").
+  if (facts.oversizeKnown(asked.key, asked.arrivedAt) && before.some((call) => waited(call) && call.sentAt <= asked.arrivedAt)) return true;
+  return before.length > 0 && before.every((call) => waited(call) && outlasts(facts, asked, call));
 }
 
 /**
@@ -248,9 +248,11 @@ export const failureInvariants: readonly Invariant[] = [
             !(lessened.size === 1 && !lessened.has(504));
           // Waiting on the table's news of another's exchange, which the contract does not promise when the table fails.
           const tableFailedIt = facts.tableFault(asked.instance, asked.arrivedAt, answer.answeredAt, key.id);
-          // DynamoDB's item limit: a token too large for the table never reaches those who waited on its exchange.
+          // DynamoDB's item limit: a token too large for the table never reaches those who waited on its exchange; once the
+          // fleet knows the key's tokens do not fit, nobody waits on its claims ("Large tokens").
           const tooLarge =
             facts.shared &&
+            !facts.oversizeKnown(key.id, asked.arrivedAt) &&
             facts
               .callsFor(key.id)
               .some(

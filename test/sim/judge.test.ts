@@ -2236,6 +2236,24 @@ describe('burst', () => {
     expect(broken(tell(300_000))).toEqual(['burst']);
   });
 
+  it("excuses no 504 of a request that waited on a claim once the fleet knew the key's tokens do not fit in its item", () => {
+    const tell = (knownBefore: boolean, tampered = false) => {
+      const story = new Story({ phases: [{ from: 0, minMs: 3000, maxMs: 3000, answer: { kind: 'token', expiresIn: 20 } }] });
+      if (knownBefore) story.miss('i0', 0, { latencyMs: 3000, expiresIn: 20, bytes: 400_000 });
+      if (tampered) story.tamper(10_000, 'a', 'delete');
+      story.miss('i0', 20_000, { latencyMs: 3000, expiresIn: 20, bytes: 400_000 });
+      const late = story.ask('i1', 20_010);
+      story.call(late, 'timeout', { sentAt: 23_010, budgetMs: 2000 });
+      story.error(late, 25_010, 504);
+      return story.record();
+    };
+
+    expect(judge(tell(false))).toEqual([]);
+    expect(broken(tell(true))).toEqual(['worse than off']);
+    // Its item deleted since, the fleet may have forgotten.
+    expect(judge(tell(true, true))).toEqual([]);
+  });
+
   it('excuses the calls after a token that cannot be kept found no room beside the kept one (360 KB together, as the docs say)', () => {
     const tell = (bytes: number, keptS = 3600, firstAt = 0) => {
       const story = new Story({ skews: [0, 0, 0, 0, 0] });

@@ -602,6 +602,12 @@ describe('what a claim carries of the outcomes before it', () => {
     ];
 
     expect(squeezed?.ended.map((one) => one.outcome.kind === 'answered' && typeof one.outcome.token)).toEqual(['string', 'object']);
+    // One that fills the room to the byte still rides along.
+    const shape = big('x');
+    const exact = { ...shape, token: { ...shape.token, access_token: '' } };
+    const room = SETTINGS.itemTokenBytes - Buffer.byteLength(JSON.stringify(exact.token));
+    const filled = { ...exact, token: { ...exact.token, access_token: 'x'.repeat(room) } };
+    expect(claimWith([answeredBy('a', -100, filled)])?.ended[0]?.outcome).toMatchObject({ token: filled });
     // The older one's waiters would wait on the next claims in vain: for a while nobody waits on the key's claims.
     expect([squeezed?.memo.oversizeUntil, both?.memo.oversizeUntil]).toEqual([epoch(2 + SETTINGS.oversizeKnownMs), epochMs(0)]);
   });
@@ -688,6 +694,19 @@ describe("a token's place in the item", () => {
     expect(alone?.ended.at(-1)?.outcome).toMatchObject({ kind: 'answered', token: { by: 'here' } });
     // Its waiters would otherwise wait on the key's next claims in vain: for a while nobody does.
     expect([squeezed?.memo.oversizeUntil, alone?.memo.oversizeUntil]).toEqual([epoch(50 + SETTINGS.oversizeKnownMs), epochMs(0)]);
+  });
+
+  it('gives its own token that cannot be kept the room before those riding along, whose waiters then ask for their own', () => {
+    const half = (name: string) => token(name.padEnd(SETTINGS.itemTokenBytes / 2, 'x'), 50, { expiresIn: 20, by: 'there' });
+    const riding = item({ ended: [answeredBy('a', -50, stored(half('riding')))] });
+    const held = run(start(), [read(riding), 2], [wrote('claim', WON), 3], [holds(undefined), 4]);
+    const state = writeOf(
+      run(held, [gotToken(token('own'.padEnd(SETTINGS.itemTokenBytes / 2, 'x'), -50, { expiresIn: 20 })), 50]).actions,
+      'publish',
+    )?.state;
+
+    expect(state?.ended.map((one) => one.outcome.kind === 'answered' && typeof one.outcome.token)).toEqual(['string', 'object']);
+    expect(state?.memo.oversizeUntil).toEqual(epoch(50 + SETTINGS.oversizeKnownMs));
   });
 
   it("gives a kept token's room to waiters once it has expired: it stays as proof of the secret, without its body", () => {

@@ -528,7 +528,8 @@ async function main(): Promise<void> {
       while (next < chosen.length) {
         const mutant = chosen[next++] as Mutant & { number: number };
         const target = join(dir, mutant.file);
-        const original = readFileSync(join(root, mutant.file), 'utf8');
+        // The scratch copy's own file, as drawn: the tree may change while the run goes on.
+        const original = readFileSync(target, 'utf8');
         writeFileSync(target, applied(original, mutant));
         try {
           const verdict = await judgeDir(dir, search, capMs);

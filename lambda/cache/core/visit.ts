@@ -581,9 +581,10 @@ function outcomeForMe(visit: Visit, state: KeyItem | undefined, now: Now): Step 
     const over = failure.until <= now.epoch;
     const waitedOut = over && failure.code === 'upstream_timeout' && waitedFor(visit.watch, ended.holder, ended.lineage);
     if ((over && !waitedOut) || visit.outlasts.includes(ended.holder)) return undefined;
-    // A no-cache request takes no remembered failure: only one its writer dated after this request came (Clocks). Having
-    // seen the exchange run proves nothing: copies written back replay its claims and renewals, never a later date.
-    if (visit.ask.noCache && !isHold(failure) && happenedAt(failure) < visit.ask.arrivedAt) return undefined;
+    // A no-cache request takes no remembered failure: only one its writer dated after this request came (Clocks), or a
+    // hold (dated by its end). Having seen the exchange run proves nothing: copies written back replay its claims and
+    // renewals, never a later date.
+    if (visit.ask.noCache && happenedAt(failure) < visit.ask.arrivedAt) return undefined;
     return failWith(visit, outcomeOf(visit, failure, waitedOut ? 'deadline' : 'exchange', now), now);
   }
   const entry = sharedToken(ended.outcome, state as KeyItem, visit.ask.instance);

@@ -788,4 +788,19 @@ export const corpus: readonly Schedule[] = [
     [at(0, 0), at(10, 1), at(20_000, 0), at(20_010, 1)],
     { idp: [idp(0, 1000, token(undefined, 400_000)), idp(10_000, 3000, token(undefined, 400_000))] },
   ),
+  schedule(
+    'a kept token, then a no-cache request on its instance meets a 401, then plain requests there within the 5 s and after, memory only',
+    [at(0, 0), at(10_000, 0, true), at(12_000, 0), at(20_000, 0)],
+    {
+      cache: 'memory',
+      idp: [idp(0, 20, token(3600)), idp(9000, 20, REJECT)],
+    },
+  ),
+  schedule(
+    "a token kept in memory, a no-cache request on another instance meets a 401, then the receiver's look in the table 30 s on reads it within its 5 s",
+    [at(0, 0), at(30_000, 1, true), at(31_000, 0)],
+    {
+      idp: [idp(0, 20, token(3600)), idp(1000, 20, REJECT)],
+    },
+  ),
 ];

@@ -478,8 +478,20 @@ export class Facts {
     );
   }
 
+  /** As `readBetween`, and met when answered: a frozen Lambda meets a read's answer only as the next request thaws it, in either order. */
+  readMet(instance: string, which: (item: string) => boolean, from: number, to: number): boolean {
+    return this.readsWithin(instance, which, from, to).some(
+      (read) =>
+        read.sentAt > from &&
+        read.fault === 'none' &&
+        read.answeredAt !== undefined &&
+        read.answeredAt <= to &&
+        this.thawedAt(instance, read.answeredAt) === read.answeredAt,
+    );
+  }
+
   private readsWithin(instance: string, which: (item: string) => boolean, from: number, to: number): TableCall[] {
-    // Indexed when first asked: only a hold reading asks.
+    // Indexed when first asked: only the hold and 401 readings ask.
     if (!this.reads) {
       const byInstance = new Map<string, { at: number; what: TableCall }[]>();
       for (const call of this.record.table) if (call.op === 'get') listIn(byInstance, call.instance).push({ at: call.sentAt, what: call });

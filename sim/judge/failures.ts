@@ -6,6 +6,7 @@ import {
   ERROR_CODES,
   NO_CACHE_MAX_AGE_MS,
   PEPPER_SWITCH_MS,
+  REJECTION_REMEMBERED_MS,
   STATUS_OF,
   TAKE_OVER_RESOLUTION_SHARE,
   TAKE_OVER_SHARE,
@@ -107,6 +108,46 @@ function closeAfterRejection(facts: Facts, issued: Issued): boolean {
     .some((call) => call.outcome === 'unauthorized' && call.instance !== issued.receiver);
 }
 
+/**
+ * Whether the instance that answered `asked` surely knew of the 401 `rejection` while it was still remembered there, up to
+ * `answeredAt` (Remembered failures: "A rejection (`401`) is remembered for 5 s ... with `shared`, on every instance").
+ * Its own instance: from when it met it (its request answered with it, or a refresh ahead's 401 reaching it), for 5 s by
+ * its one clock. Another (`shared`): once the 401 was surely published (its request answered with it, no table or pepper
+ * trouble on its instance all along, nor at its deadline with no write landed) and that instance then read the key's
+ * item with no fault (met as answered), before the request came, or within it while no other request was under way
+ * there; until 5 s less the spread ("Clocks": another's fact may take effect that much early), with no fault of its own
+ * since the telling on the key's item or the pepper, and no rotation from 60 s before the 401's visit (its item may be
+ * sealed with a pepper the reader ignores).
+ */
+function knewRejection(facts: Facts, asked: Asked, answeredAt: number, rejection: IdpCall): boolean {
+  const visit = facts.requests.get(rejection.request);
+  const told = facts.answers.get(rejection.request);
+  if (!visit || !told) return false;
+  const item = (name: string) => name === asked.key;
+  if (rejection.instance === asked.instance) {
+    // A refresh ahead answered before its exchange ended meets the 401 when it reaches its instance (a frozen Lambda: at the thaw).
+    const outlived = told.answeredAt < rejection.endedAt;
+    if (!outlived && told.status !== 401) return false;
+    const knownAt = outlived ? facts.reachedAt(rejection) : told.answeredAt;
+    return asked.arrivedAt > knownAt && asked.arrivedAt < rejection.endedAt + REJECTION_REMEMBERED_MS;
+  }
+  const { instance } = asked;
+  return (
+    facts.shared &&
+    told.status === 401 &&
+    told.answeredAt >= rejection.endedAt &&
+    answeredAt < rejection.endedAt + REJECTION_REMEMBERED_MS - facts.spread &&
+    !facts.untoldAtDeadline(rejection, answeredAt) &&
+    !facts.troubled(rejection.instance, visit.arrivedAt, told.answeredAt) &&
+    facts.readMet(instance, item, told.answeredAt, facts.alone(asked, answeredAt) ? answeredAt : asked.arrivedAt) &&
+    !facts.tableFault(instance, told.answeredAt, answeredAt, asked.key) &&
+    !facts.pepperFault(instance, told.answeredAt, answeredAt) &&
+    !facts.tampered(asked.key, rejection.sentAt, answeredAt) &&
+    !facts.ttlDeleted(asked.key, rejection.sentAt, answeredAt) &&
+    !facts.rotated(visit.arrivedAt - PEPPER_SWITCH_MS, answeredAt)
+  );
+}
+
 export const failureInvariants: readonly Invariant[] = [
   invariant(
     'no-cache',
@@ -176,6 +217,35 @@ export const failureInvariants: readonly Invariant[] = [
           flag(
             answer.answeredAt,
             `${describe(asked)} got ${issued.token} (issued ${issued.issuedAt}) as stale after the 401 ${rejection.instance} got at ${rejection.endedAt}`,
+          );
+      }
+    },
+  ),
+  invariant(
+    '401 remembered',
+    'Remembered failures: "A rejection (`401`) is remembered for 5 s for that key ... Within that time the same request gets the same answer (or a stale token, as above) without reaching the IdP; with `shared`, on every instance"; Stale if error: "A `401` ends stale-if-error for its key everywhere".',
+    (facts, flag) => {
+      for (const { asked, answer, key, issued } of facts.served) {
+        // `no-cache` takes "no remembered failure"; a stale token is `401 outlived`'s; an assertion is "never remembered".
+        if (asked.noCache || answer.header === 'stale' || key.kind === 'assertion') continue;
+        // Bursts: a token that cannot be kept "goes to those waiting for it": to a request that came, by the clocks, while its
+        // exchange ran (before the fleet was told it had ended, up to the spread after), the rejection notwithstanding.
+        const told = facts.answers.get(issued.call.request)?.answeredAt ?? issued.issuedAt;
+        if (!issued.life.kept && asked.arrivedAt <= Math.max(issued.issuedAt, told) + facts.slack(issued.receiver, asked.instance))
+          continue;
+        const rejection = facts.endedWithin(key.id, asked.arrivedAt - REJECTION_REMEMBERED_MS, asked.arrivedAt).find(
+          (call) =>
+            call.outcome === 'unauthorized' &&
+            // Received before the rejecting call was sent, as the two clocks dated them ("Clocks": up to the spread apart).
+            issued.issuedAt < call.sentAt - facts.slack(issued.receiver, call.instance) &&
+            // "An old copy of an item written back ... can bring an old token back until it expires".
+            !facts.tampered(key.id, call.sentAt, answer.answeredAt, (tampering) => tampering.action === 'replay') &&
+            knewRejection(facts, asked, answer.answeredAt, call),
+        );
+        if (rejection)
+          flag(
+            answer.answeredAt,
+            `${describe(asked)} got ${issued.token} (issued ${issued.issuedAt}) as ${String(answer.header)} ${asked.arrivedAt - rejection.endedAt} ms after the 401 ${rejection.instance} got`,
           );
       }
     },

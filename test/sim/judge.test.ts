@@ -990,6 +990,116 @@ describe('401 outlived', () => {
   });
 });
 
+describe('401 remembered', () => {
+  /** i0 holds a token from 0; at 10 s a request on `instance` is rejected, answered 10 ms later. */
+  function rejected(story: Story, instance = 'i0'): string {
+    const { token } = story.miss('i0', 0);
+    story.failed(instance, 10_000, 'unauthorized', { answerAfterMs: 10 });
+    return token;
+  }
+
+  it('binds the instance that answered the 401, from its answer, for 5 s by its one clock', () => {
+    const tell = (at: number, cache: 'shared' | 'memory' = 'shared') => {
+      const story = new Story({ cache, skews: [0, 3000] });
+      story.kept('i0', at, rejected(story));
+      return story.record();
+    };
+
+    expect(judge(tell(10_010))).toEqual([]);
+    expect(broken(tell(10_011))).toEqual(['401 remembered']);
+    expect(broken(tell(14_999))).toEqual(['401 remembered']);
+    expect(judge(tell(15_000))).toEqual([]);
+    expect(broken(tell(14_999, 'memory'))).toEqual(['401 remembered']);
+  });
+
+  it('owes no refusal of a token received after the rejecting call was sent, as both clocks dated them', () => {
+    const tell = (receiver: string, endsAt: number) => {
+      const story = new Story({ skews: [0, 1000] });
+      // The rejected request came at 8.5 s, while the token's exchange ran, and sent its own call at 10 s.
+      story.failed('i0', 8500, 'unauthorized', { sentAt: 10_000, latencyMs: 20 });
+      const { token } = story.miss(receiver, 8000, { latencyMs: endsAt - 8000 });
+      story.kept('i0', 11_000, token);
+      return story.record();
+    };
+
+    expect(judge(tell('i0', 10_000))).toEqual([]);
+    expect(broken(tell('i0', 9999))).toEqual(['401 remembered']);
+    // Another clock's receipt may be dated up to the spread later.
+    expect(judge(tell('i1', 9000))).toEqual([]);
+    expect(broken(tell('i1', 8999))).toEqual(['401 remembered']);
+  });
+
+  it('binds no no-cache request, which takes no remembered failure, and excuses an old copy of the item written back', () => {
+    const tell = (noCache: boolean, tampering?: Tampering['action']) => {
+      const story = new Story();
+      const { token } = story.miss('i0', 9000);
+      story.failed('i0', 10_000, 'unauthorized', { answerAfterMs: 10 });
+      if (tampering) story.tamper(11_000, 'a', tampering, 9500);
+      story.kept('i0', 12_000, token, 'hit', { noCache });
+      return story.record();
+    };
+
+    expect(judge(tell(true))).toEqual([]);
+    expect(judge(tell(false, 'replay'))).toEqual([]);
+    expect(broken(tell(false))).toEqual(['401 remembered']);
+    expect(broken(tell(false, 'garbage'))).toEqual(['401 remembered']);
+  });
+
+  it("binds another instance, with shared, once it read the key's item after the 401 was published, until 5 s less the spread", () => {
+    const tell = (options: { readAt?: number; at?: number; cache?: 'shared' | 'memory'; skews?: number[] } = {}) => {
+      const story = new Story({ cache: options.cache, skews: options.skews });
+      const token = rejected(story, 'i1');
+      if (options.readAt !== undefined) story.read('i0', options.readAt, 'a', 2);
+      story.kept('i0', options.at ?? 11_000, token);
+      return story.record();
+    };
+
+    expect(judge(tell())).toEqual([]);
+    expect(judge(tell({ readAt: 10_010 }))).toEqual([]);
+    expect(broken(tell({ readAt: 10_011 }))).toEqual(['401 remembered']);
+    expect(judge(tell({ readAt: 10_011, cache: 'memory' }))).toEqual([]);
+    expect(broken(tell({ readAt: 10_011, at: 14_999 }))).toEqual(['401 remembered']);
+    expect(judge(tell({ readAt: 10_011, at: 15_000 }))).toEqual([]);
+    expect(broken(tell({ readAt: 10_011, at: 13_999, skews: [0, 1000] }))).toEqual(['401 remembered']);
+    expect(judge(tell({ readAt: 10_011, at: 14_000, skews: [0, 1000] }))).toEqual([]);
+  });
+
+  it('counts a read within the request (its 30 s look) only while no other request was under way on its instance', () => {
+    const tell = (other: boolean) => {
+      const story = new Story();
+      const token = rejected(story, 'i1');
+      if (other) story.kept('i0', 10_500, token, 'hit', { key: 'a', answeredAt: 11_005 });
+      story.read('i0', 11_000, 'a', 2);
+      story.kept('i0', 11_000, token, 'hit', { answeredAt: 11_002 });
+      return story.record();
+    };
+
+    expect(judge(tell(true))).toEqual([]);
+    expect(broken(tell(false))).toEqual(['401 remembered']);
+  });
+
+  it("excuses the fleet when the 401's instance could not publish it, or the reader's item, pepper or item's seal failed it", () => {
+    const tell = (trouble?: (story: Story) => void) => {
+      const story = new Story();
+      const token = rejected(story, 'i1');
+      story.read('i0', 10_500, 'a', 2);
+      trouble?.(story);
+      story.kept('i0', 11_000, token);
+      return story.record();
+    };
+
+    expect(broken(tell())).toEqual(['401 remembered']);
+    expect(judge(tell((story) => story.fault('i1', 10_005)))).toEqual([]);
+    expect(judge(tell((story) => story.fault('i0', 10_700)))).toEqual([]);
+    expect(judge(tell((story) => story.pepperFault('i0', 10_700)))).toEqual([]);
+    expect(judge(tell((story) => story.tamper(10_200, 'a', 'delete')))).toEqual([]);
+    expect(judge(tell((story) => story.rotate(1000)))).toEqual([]);
+    // Trouble elsewhere excuses nothing.
+    expect(broken(tell((story) => story.fault('i0', 10_700, 'b')))).toEqual(['401 remembered']);
+    expect(broken(tell((story) => story.fault('i2', 10_005)))).toEqual(['401 remembered']);
+  });
+});
+
 describe('stale if error', () => {
   it('answers its own kept token rather than an error until 5 s before expiry', () => {
     const [kept, past] = twice((story, step) => {
@@ -2594,7 +2704,8 @@ describe('refresh fires', () => {
   it('is not due while a failure is remembered for the key', () => {
     const [kept, past] = twice((story, step) => {
       const { token } = story.miss('i0', 0);
-      story.failed('i0', 48_000, 'unauthorized', { noCache: true });
+      // Another instance's 401, which the fleet remembers (on its own instance, no request would get the token: `401 remembered`).
+      story.failed('i1', 48_000, 'unauthorized', { noCache: true });
       story.kept('i0', 52_999 + step, token);
     });
 

@@ -803,4 +803,12 @@ export const corpus: readonly Schedule[] = [
       idp: [idp(0, 20, token(3600)), idp(1000, 20, REJECT)],
     },
   ),
+  schedule(
+    'on a concurrent instance whose no-cache request waits on a slow exchange, its visit reads a 401 another instance published; then a plain request there is answered from memory',
+    [at(0, 0), at(5600, 0, true), at(6700, 1, true), at(8500, 2, true), at(9000, 0)],
+    {
+      mode: 'concurrent',
+      idp: [idp(0, 20, token(3600)), idp(5000, 4500, token(3600)), idp(8000, 10, REJECT)],
+    },
+  ),
 ];

@@ -365,7 +365,8 @@ export function step(visit: Visit, event: VisitEvent, now: Now): Step {
 // ---- What the table tells -------------------------------------------------------------------------
 
 /** A read of the key's item came: what the situation waiting on it makes of it. */
-function readDone(before: Visit, read: KeyRead, now: Now): Step {
+function readDone(visit: Visit, read: KeyRead, now: Now): Step {
+  const before = rejectedSince(visit, read.state);
   const { situation } = before;
   const awaited =
     situation.kind === 'reading' ||
@@ -374,6 +375,13 @@ function readDone(before: Visit, read: KeyRead, now: Now): Step {
     (situation.kind === 'asking' && !before.answered);
   if (situation.kind === 'displaced' && situation.pollAt === undefined) return reclaim(before, situation, read, now);
   return awaited ? consider(learn(before, read, now), read, now) : nothing(before);
+}
+
+/** Whatever its situation makes of a read, it tells the key's latest rejection: that voids older tokens at once, here and in memory. */
+function rejectedSince(visit: Visit, state: KeyItem | undefined): Visit {
+  const rejection = laterRejection(visit.rejection, { at: state?.memo.rejectedAt ?? epochMs(0), own: false });
+  if (rejection === visit.rejection) return visit;
+  return { ...visit, rejection, seen: visit.seen && receivedSince(visit.seen, rejection) ? visit.seen : undefined };
 }
 
 /** Decide from what the item holds (a read, or the item a refused write came back with). */

@@ -107,12 +107,13 @@ export class SharedTier {
       const feed = (event: VisitEvent): void => {
         if (over) return;
         apply(step(visit, event, now()));
-        if (event.kind === 'read' && !looked) {
-          looked = true;
+        // Memory learns what the first look found, and any later rejection a read shows: it voids older tokens there at once.
+        if (event.kind === 'read' && (told === undefined || visit.rejection.at > told.at)) {
+          told = visit.rejection;
           ask.looked(visit.seen, visit.rejection);
         }
       };
-      let looked = false;
+      let told: Rejection | undefined;
       const apply = (next: Step): void => {
         visit = next.visit;
         for (const action of next.actions) perform(action);

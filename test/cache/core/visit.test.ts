@@ -135,6 +135,32 @@ const holding = (parts: Partial<VisitAsk> = {}, ms = 4) =>
 /** That holder, its first renewal refused at 256 by a claim that took its place: it looks at the item again at 506. */
 const displaced = () => run(holding(), [tick(254), 254], [wrote('renew', lost(claimed({ holder: 'taker', lineage: ['me'] }))), 256]);
 
+describe('a rejection a read shows', () => {
+  it('voids older tokens at once, whatever the visit does with the read (a displaced holder only looks for its outcome)', () => {
+    // In its refresh window, its own token: the visit claims the key to refresh it, and keeps it as what it has seen.
+    const due = token('due', 3_215_000);
+    const displaced = run(
+      holding({ memory: { ...NOTHING, entry: due } }),
+      [tick(254), 254],
+      [wrote('renew', lost(claimed({ holder: 'taker', lineage: ['me'] }))), 256],
+    );
+    const looked = (rejectedMs: number) =>
+      run(
+        displaced,
+        [tick(506), 506],
+        [read(claimed({ holder: 'taker', lineage: ['me'] }, { memo: memo({ rejectedAt: epoch(rejectedMs) }) }), 506), 508],
+      ).visit;
+
+    expect(displaced.visit.seen).toEqual(due);
+    expect(looked(300)).toMatchObject({ rejection: { at: epoch(300), own: false }, seen: undefined });
+    // One before the token it has seen voids nothing, and changes nothing.
+    expect(looked(-3_300_000)).toMatchObject({ rejection: { at: epoch(-3_300_000) }, seen: due });
+    expect(run(displaced, [tick(506), 506], [read(claimed({ holder: 'taker', lineage: ['me'] }), 506), 508]).visit.rejection).toBe(
+      displaced.visit.rejection,
+    );
+  });
+});
+
 describe('a visit begins', () => {
   it('by reading the key, and the holds alongside when memory would go to the IdP', () => {
     const cold = start();

@@ -380,7 +380,6 @@ function readDone(visit: Visit, read: KeyRead, now: Now): Step {
 /** Whatever its situation makes of a read, it tells the key's latest rejection: that voids older tokens at once, here and in memory. */
 function rejectedSince(visit: Visit, state: KeyItem | undefined): Visit {
   const rejection = laterRejection(visit.rejection, { at: state?.memo.rejectedAt ?? epochMs(0), own: false });
-  if (rejection === visit.rejection) return visit;
   return { ...visit, rejection, seen: visit.seen && receivedSince(visit.seen, rejection) ? visit.seen : undefined };
 }
 

@@ -811,4 +811,9 @@ export const corpus: readonly Schedule[] = [
       idp: [idp(0, 20, token(3600)), idp(5000, 4500, token(3600)), idp(8000, 10, REJECT)],
     },
   ),
+  schedule(
+    'a 400 KB token that is kept, then two instances without it ask at once, the IdP taking 3 s',
+    [at(0, 0), at(20_000, 1), at(20_010, 2)],
+    { idp: [idp(0, 1000, token(3600, 400_000)), idp(10_000, 3000, token(3600, 400_000))] },
+  ),
 ];

@@ -503,9 +503,10 @@ function sameReceipt(a: Entry, b: Entry): boolean {
 }
 
 /** What a read teaches: the item's rejection, kept token and remembered failure, merged with what the visit knew. */
-function learn(visit: Visit, read: KeyRead, now: Now): Visit {
+function learn(known: Visit, read: KeyRead, now: Now): Visit {
+  const visit = rejectedSince(known, read.state);
+  const { rejection } = visit;
   const memo = read.state?.memo ?? EMPTY_MEMO;
-  const rejection = laterRejection(visit.rejection, { at: memo.rejectedAt, own: false });
   const shown = memo.kept ? entryOf(memo.kept, visit.ask.instance) : undefined;
   const candidates = [visit.seen, shown].filter(
     (entry): entry is Entry =>
